@@ -1,0 +1,27 @@
+"""autograd-compile: PyTorch-style eager autograd on JAX, with compiled backward.
+
+>>> import autograd_compile as acg
+>>> x = acg.ones(3, requires_grad=True)
+>>> (x * x).sum().backward()
+>>> x.grad.tolist()
+[2.0, 2.0, 2.0]
+"""
+import jax as _jax
+
+_jax.config.update("jax_enable_x64", True)  # float64 must work; our factories default to float32
+
+from . import config  # noqa: E402
+from .tensor import Tensor  # noqa: E402
+from . import _fallbacks  # noqa: E402,F401
+from . import autograd  # noqa: E402
+from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa
+from .dispatch import library as library  # noqa: E402
+from .dispatch.library import ops  # noqa: E402
+from .dispatch.dispatcher import DISPATCHER as dispatcher  # noqa: E402
+from .modes import DispatchMode, enable_python_mode, no_dispatch  # noqa: E402
+from . import fake  # noqa: E402
+from . import kernels  # noqa: E402
+from .kernels.api import *  # noqa: E402,F401,F403
+from .kernels.api import install_tensor_methods as _install  # noqa: E402
+
+_install(Tensor)

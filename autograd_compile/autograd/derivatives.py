@@ -1,0 +1,203 @@
+"""Backward formulas (the autograd layer's own table) and the Autograd-key kernel.
+
+``kernels/`` fills :data:`DERIVATIVES` through :func:`register_derivative`; the
+one Autograd fallback below reads it for every op: it runs the op below the
+Autograd key, then, if an input requires grad, records an :class:`OpNode`.
+
+A formula is ``fn(grad, *args, out) -> grads``: ``grad`` is the output's
+gradient (a tuple for multi-output ops), ``args`` are the op's arguments in
+schema order (saved tensors, or :class:`TensorMeta` for tensors the op did not
+save), ``out`` the output when saved (else None). It returns one gradient (or
+None) per Tensor argument, a list for a ``Tensor[]`` argument, and is written
+in our own ops, so backward is traced, compiled and differentiable again.
+
+>>> register_derivative(op, lambda g, x, y, out: (g * y, g * x), save=("self", "other"))  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from ..dispatch.dispatcher import OpOverload, boxed
+from ..dispatch.keys import DispatchKey
+from ..tensor import Tensor, is_floating
+from .node import ErrorNode, Node, TensorMeta, gradient_edge
+from .saved import SavedVariable
+
+_AUTOGRAD = DispatchKey.Autograd
+
+
+@dataclass(frozen=True, slots=True)
+class Derivative:
+    fn: Callable | None  # None: the op is not differentiable (its outputs never require grad)
+    save: frozenset[str] | None  # argument names (and "out") to save; None: every Tensor arg
+
+
+DERIVATIVES: dict[OpOverload, Derivative] = {}
+
+
+def register_derivative(op: OpOverload, fn: Callable | None,
+                        save: Iterable[str] | None = None) -> Callable[[], None]:
+    """Set ``op``'s backward formula; returns an undo callable."""
+    if op in DERIVATIVES:
+        raise RuntimeError(f"{op.qualname} already has a derivative registered")
+    DERIVATIVES[op] = Derivative(fn, None if save is None else frozenset(save))
+    return lambda: DERIVATIVES.pop(op, None)
+
+
+def node_name(op: OpOverload) -> str:
+    """PyTorch-style node names: acg::sum.dim -> SumBackward0."""
+    base = op.name.split(".")[0].rstrip("_")
+    return "".join(p.capitalize() for p in re.split(r"_+", base) if p) + "Backward0"
+
+
+class OpNode(Node):
+    """The backward of one dispatcher op call."""
+
+    __slots__ = ("op", "fn", "saved", "saved_out", "arg_kinds", "_name")
+
+    def __init__(self, op: OpOverload, fn: Callable, edges: list, saved: list,
+                 arg_kinds: tuple[str, ...]) -> None:
+        super().__init__(edges)
+        self.op, self.fn, self.saved, self.arg_kinds = op, fn, saved, arg_kinds
+        self.saved_out: list[SavedVariable] | None = None
+        self._name = node_name(op)
+
+    def name(self) -> str:
+        return self._name
+
+    def unpack_args(self) -> list:
+        return [s.unpack(self) if type(s) is SavedVariable else
+                [v.unpack(self) if type(v) is SavedVariable else v for v in s] if type(s) is list
+                else s for s in self.saved]
+
+    def apply(self, grad_outputs: list[Tensor | None]) -> list[Tensor | None]:
+        args = self.unpack_args()
+        out = None
+        if self.saved_out is not None:
+            outs = [s.unpack(self) for s in self.saved_out]
+            out = outs[0] if len(outs) == 1 else tuple(outs)
+        grads = grad_outputs[0] if len(grad_outputs) == 1 else \
+            tuple(_materialize(g, m) for g, m in zip(grad_outputs, self.input_meta))
+        return self._flatten(self.fn(grads, *args, out))
+
+    def _flatten(self, result: Any) -> list[Tensor | None]:
+        """One gradient per next edge, from one result per Tensor argument."""
+        kinds = [k for k in self.arg_kinds if k != "other"]  # one per Tensor-typed argument
+        if len(kinds) == 1 or not isinstance(result, (tuple, list)):
+            result = (result,)
+        if len(result) != len(kinds):
+            raise RuntimeError(f"{self.name()}: the backward formula of {self.op.qualname} "
+                               f"returned {len(result)} gradients, expected {len(kinds)}")
+        flat: list[Tensor | None] = []
+        for kind, r in zip(kinds, result):
+            if kind == "list":
+                flat.extend(r)
+            elif kind == "tensor":
+                flat.append(r)
+        return flat
+
+    def release_variables(self) -> None:
+        for s in self.saved:
+            if type(s) is SavedVariable:
+                s.release()
+            elif type(s) is list:
+                for v in s:
+                    if type(v) is SavedVariable:
+                        v.release()
+        for s in self.saved_out or ():
+            s.release()
+
+
+def _materialize(g: Tensor | None, meta: TensorMeta) -> Tensor | None:
+    if g is not None or not is_floating(meta.dtype):
+        return g
+    from ..dispatch.library import ops
+    return ops.acg.zeros(list(meta.shape), dtype=meta.dtype)
+
+
+def _arg_kind(value: Any, is_tensor_arg: bool) -> str:
+    """'tensor'/'list' (gets gradients), 'absent' (a Tensor slot holding a scalar or
+    None: its gradient is dropped) or 'other' (a non-Tensor argument)."""
+    if isinstance(value, Tensor):
+        return "tensor"
+    if type(value) in (list, tuple) and value and all(isinstance(v, Tensor) for v in value):
+        return "list"
+    return "absent" if is_tensor_arg else "other"
+
+
+def _save_value(value: Any, kind: str, keep: bool) -> Any:
+    if kind == "tensor":
+        return SavedVariable(value) if keep else TensorMeta(tuple(value.shape), value.dtype)
+    if kind == "list":
+        return [SavedVariable(v) if keep else TensorMeta(tuple(v.shape), v.dtype) for v in value]
+    return value
+
+
+def _record(op: OpOverload, bound: list, out: Any, deriv: Derivative | None) -> Any:
+    """Wire a new node between ``out`` and the tensors in ``bound``."""
+    kinds = tuple(_arg_kind(v, a.is_tensor) for v, a in zip(bound, op.schema.arguments))
+    tensors = [t for v, k in zip(bound, kinds) if k in ("tensor", "list")
+               for t in (v if k == "list" else (v,))]
+    if not any(t._requires_grad for t in tensors):
+        return out
+    outs = out if isinstance(out, tuple) else (out,)
+    if not any(isinstance(o, Tensor) and is_floating(o.dtype) for o in outs):
+        return out
+    edges = [gradient_edge(t) for t in tensors]
+    if deriv is None:
+        node: Node = ErrorNode(f"the derivative for '{op.qualname}' is not implemented", edges)
+    else:
+        names = [a.name for a in op.schema.arguments]
+        save = deriv.save
+        saved = [_save_value(v, k, save is None or n in save)
+                 for v, k, n in zip(bound, kinds, names)]
+        node = OpNode(op, deriv.fn, edges, saved, kinds)
+    node.input_meta = [TensorMeta(tuple(o.shape), o.dtype) for o in outs]
+    for i, o in enumerate(outs):
+        if is_floating(o.dtype):
+            o.grad_fn, o._output_nr, o._requires_grad = node, i, True
+    if deriv is not None and deriv.save and "out" in deriv.save:
+        node.saved_out = [SavedVariable(o, is_output=True) for o in outs]
+    return out
+
+
+@boxed
+def autograd_fallback(op: OpOverload, args: tuple, kwargs: dict) -> Any:
+    """The Autograd-key kernel of every op: compute below, then record a node."""
+    deriv = DERIVATIVES.get(op)
+    if op.schema.is_mutable:
+        return _record_inplace(op, args, kwargs, deriv)
+    out = op.redispatch(_AUTOGRAD, *args, **kwargs)
+    if deriv is not None and deriv.fn is None:
+        return out
+    return _record(op, op.schema.bind(args, kwargs), out, deriv)
+
+
+def alias_for_inplace(t: Tensor) -> Tensor:
+    """A new tensor with ``t``'s current value and history: what an in-place op
+    saves and differentiates through, unaffected by the write that follows."""
+    a = t._shallow_alias()
+    a.grad_fn, a._output_nr, a._requires_grad = t.grad_fn, t._output_nr, t._requires_grad
+    return a
+
+
+def _record_inplace(op: OpOverload, args: tuple, kwargs: dict, deriv: Derivative | None) -> Any:
+    bound = op.schema.bind(args, kwargs)
+    idx = next(i for i, a in enumerate(op.schema.arguments) if a.mutable)
+    target = bound[idx]
+    if target.grad_fn is None and target._requires_grad:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           f"operation ({op.qualname}).")
+    bound[idx] = alias_for_inplace(target)
+    out = op.redispatch(_AUTOGRAD, *args, **kwargs)
+    if deriv is not None and deriv.fn is None:
+        return out
+    scratch = alias_for_inplace(target)  # receives the new history, then hands it over
+    scratch.grad_fn = None
+    _record(op, bound, scratch, deriv)
+    if scratch.grad_fn is not None:
+        target.grad_fn, target._output_nr, target._requires_grad = scratch.grad_fn, 0, True
+        target._retains_grad = False
+    return out

@@ -1,0 +1,398 @@
+"""The eager autograd engine: walk the graph, run hooks and nodes, write ``.grad``.
+
+One backward call is a :class:`GraphTask`: count each node's incoming edges,
+then run ready nodes from a heap, later-created first (accumulators first of
+all, as PyTorch does). For every node, in PyTorch's order:
+
+    tensor pre-hooks -> retain_grad -> node pre-hooks -> node.apply
+    (AccumulateGrad: write .grad -> post-accumulate-grad hooks) -> node post-hooks
+
+The whole walk runs inside a journal transaction, so a backward that raises
+leaves every ``.grad`` and every tensor a hook changed in place as before.
+Saved tensors are freed only after a successful walk (without retain_graph),
+which lets the same backward be retried after a failure.
+"""
+from __future__ import annotations
+
+import heapq
+import threading
+from typing import Any, Callable, Sequence
+
+import jax.numpy as jnp
+
+from ..dispatch.keys import TLS
+from ..tensor import Tensor, _make
+from .. import journal
+from .node import AccumulateGrad, GraphRoot, Node, gradient_edge
+
+# compiled autograd installs itself here: fn(task) -> bool (True when it ran the task)
+COMPILED_RUNNER: list[Callable[["GraphTask"], bool]] = []
+
+
+class _EngineState(threading.local):
+    def __init__(self) -> None:
+        self.create_graph = False
+        self.anomaly = False
+        self.depth = 0
+
+
+STATE = _EngineState()
+
+
+class GraphTask:
+    """Everything one backward call needs: roots, what to run, what to capture."""
+
+    def __init__(self, roots: Sequence[Tensor], grads: Sequence[Tensor], keep_graph: bool,
+                 create_graph: bool, inputs: Sequence[Tensor] | None, accumulate: bool) -> None:
+        self.root = GraphRoot([gradient_edge(t) for t in roots], grads)
+        self.keep_graph, self.create_graph, self.accumulate = keep_graph, create_graph, accumulate
+        self.inputs = list(inputs) if inputs is not None else None
+        self.dependencies = _dependencies(self.root)
+        self.capture_at: dict[tuple[Node, int], list[int]] = {}
+        self.captured: list[Tensor | None] = []
+        self.needed: set[Node] | None = None
+        if self.inputs is not None:
+            self._plan_inputs()
+        self.executed: list[Node] = []
+
+    def _plan_inputs(self) -> None:
+        """backward(inputs=)/grad(): run only nodes that lead to an input."""
+        self.captured = [None] * len(self.inputs)
+        targets: set[Node] = set()
+        for i, t in enumerate(self.inputs):
+            node, slot = gradient_edge(t)
+            if node is None:
+                continue
+            self.capture_at.setdefault((node, slot), []).append(i)
+            targets.add(node)
+        self.needed = _nodes_leading_to(self.root, targets)
+
+    def is_needed(self, node: Node) -> bool:
+        return self.needed is None or node in self.needed
+
+
+def _dependencies(root: Node) -> dict[Node, int]:
+    deps: dict[Node, int] = {}
+    seen, stack = {root}, [root]
+    while stack:
+        for nxt, _ in stack.pop().next_edges:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps
+
+
+def _nodes_leading_to(root: Node, targets: set[Node]) -> set[Node]:
+    """Nodes from which some target is reachable (targets included)."""
+    needed: set[Node] = set()
+    done: set[Node] = set()
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            if node in targets or any(n in needed for n, _ in node.next_edges if n is not None):
+                needed.add(node)
+            continue
+        if node in done:
+            continue
+        done.add(node)
+        stack.append((node, True))
+        stack.extend((n, False) for n, _ in node.next_edges if n is not None and n not in done)
+    return needed
+
+
+# -- running a task ---------------------------------------------------------------------
+
+def execute(task: GraphTask) -> list[Tensor | None]:
+    """Run the task eagerly (or through compiled autograd when enabled)."""
+    prev = STATE.create_graph
+    STATE.depth += 1
+    try:
+        with journal.transaction():
+            if not (COMPILED_RUNNER and COMPILED_RUNNER[0](task)):
+                _run_eager(task)
+    finally:
+        STATE.depth -= 1
+        STATE.create_graph = prev
+    if not task.keep_graph:
+        for node in task.executed:
+            node.release_variables()
+    return task.captured
+
+
+def _run_eager(task: GraphTask) -> None:
+    STATE.create_graph = task.create_graph
+    prev_grad = TLS.grad_enabled
+    TLS.grad_enabled = task.create_graph  # hooks and formulas record only under create_graph
+    try:
+        _walk(task)
+    finally:
+        TLS.grad_enabled = prev_grad
+
+
+def _walk(task: GraphTask) -> None:
+    deps, counter = task.dependencies, 0
+    heap: list[tuple[int, int, Node]] = [(-task.root.seq, 0, task.root)]
+    buffers: dict[Node, list[Tensor | None]] = {task.root: []}
+    while heap:
+        node = heapq.heappop(heap)[2]
+        grads = buffers.pop(node)
+        outs = call_node(task, node, grads)
+        if outs is None:
+            continue
+        for (nxt, slot), g in zip(node.next_edges, outs):
+            if nxt is None or not task.is_needed(nxt):
+                continue
+            buf = buffers.get(nxt)
+            if buf is None:
+                buf = buffers[nxt] = [None] * max(len(nxt.input_meta), slot + 1)
+            if g is not None:
+                buf[slot] = g if buf[slot] is None else _add(buf[slot], g)
+            deps[nxt] -= 1
+            if deps[nxt] == 0:
+                counter += 1
+                heapq.heappush(heap, (-nxt.seq, counter, nxt))
+
+
+def _add(a: Tensor, b: Tensor) -> Tensor:
+    if STATE.create_graph:
+        return a + b
+    return _make(a._data + b._data)
+
+
+def call_node(task: GraphTask, node: Node, grads: list[Tensor | None]) -> list | None:
+    """Hooks and the node itself, in PyTorch's order; None when the node is skipped."""
+    if grads and all(g is None for g in grads):
+        return [None] * len(node.next_edges)
+    run_tensor_pre_hooks(node, grads)
+    for slot, t in node.retained_tensors():
+        if slot < len(grads) and grads[slot] is not None:
+            accumulate_retained(t, grads[slot])
+    if task.capture_at and _capture(task, node, grads):
+        return None
+    grads = run_pre_hooks(node, grads)
+    outs = node.apply(grads)
+    task.executed.append(node)
+    outs = run_post_hooks(node, outs, grads)
+    outs = validate_outputs(node, outs)
+    if STATE.anomaly:
+        check_nan(node, outs)
+    return outs
+
+
+def _capture(task: GraphTask, node: Node, grads: list) -> bool:
+    """Record grads for autograd.grad/backward(inputs=); True if the node stops here."""
+    hit = False
+    for slot, g in enumerate(grads):
+        for i in task.capture_at.get((node, slot), ()):
+            hit = True
+            task.captured[i] = g if task.captured[i] is None or g is None else \
+                _add(task.captured[i], g)
+    if not hit:
+        return False
+    if task.accumulate:  # backward(inputs=...): non-leaf inputs get .grad here
+        if isinstance(node, AccumulateGrad):
+            return False
+        for slot, g in enumerate(grads):
+            for i in task.capture_at.get((node, slot), ()):
+                if g is not None:
+                    accumulate_into_grad(task.inputs[i], g)
+    return not any(n is not None and task.is_needed(n) for n, _ in node.next_edges)
+
+
+# -- hooks ------------------------------------------------------------------------------
+
+def run_tensor_pre_hooks(node: Node, grads: list[Tensor | None]) -> None:
+    for slot, hook in node.tensor_pre_hooks():
+        g = grads[slot] if slot < len(grads) else None
+        if g is None:
+            continue
+        new = hook(g)
+        if new is not None:
+            check_hook_result(hook, g, new)
+            grads[slot] = new
+
+
+def check_hook_result(hook: Callable, old: Tensor, new: Any) -> None:
+    """A tensor hook may return a gradient of the same shape and dtype, or None."""
+    name = getattr(hook, "__name__", repr(hook))
+    if not isinstance(new, Tensor):
+        raise TypeError(f"expected Tensor or None (got {type(new).__name__}) from hook '{name}'")
+    if tuple(new.shape) != tuple(old.shape):
+        raise RuntimeError(f"hook '{name}' has changed the size of value: was {list(old.shape)}, "
+                           f"got {list(new.shape)}")
+    if jnp.dtype(new.dtype) != jnp.dtype(old.dtype):
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {old.dtype} got "
+                           f"{new.dtype})")
+
+
+def run_pre_hooks(node: Node, grads: list) -> list:
+    for hook in node.pre_hooks():
+        new = hook(tuple(grads))
+        if new is not None:
+            grads = _check_tuple(hook, new, len(grads), "pre-hook")
+    return grads
+
+
+def run_post_hooks(node: Node, outs: list, grads: list) -> list:
+    for hook in node.post_hooks():
+        new = hook(tuple(outs), tuple(grads))
+        if new is not None:
+            outs = _check_tuple(hook, new, len(outs), "hook")
+    return outs
+
+
+def _check_tuple(hook: Callable, value: Any, expected: int, kind: str) -> list:
+    name = getattr(hook, "__name__", repr(hook))
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"expected tuple, but {kind} '{name}' returned '{type(value).__name__}'")
+    if len(value) != expected:
+        raise RuntimeError(f"{kind} '{name}' has returned an incorrect number of values (got "
+                           f"{len(value)}, but expected {expected})")
+    return list(value)
+
+
+def run_post_acc_hooks(variable: Tensor, hooks: list[Callable]) -> None:
+    for hook in hooks:
+        result = hook(variable)
+        if result is not None:
+            raise RuntimeError("post accumulate grad hooks cannot return a value, got "
+                               f"{type(result).__name__}")
+
+
+# -- writing gradients ----------------------------------------------------------------
+
+def accumulate_into_grad(variable: Tensor, g: Tensor) -> None:
+    """``.grad = g`` the first time, else add (in place unless building a graph)."""
+    if not STATE.create_graph:
+        g = _make(g._data)
+    old = variable._grad
+    if old is None:
+        journal.record(variable, "_grad")
+        variable._grad = g
+    elif STATE.create_graph:
+        journal.record(variable, "_grad")
+        variable._grad = old + g
+    else:
+        old._set_data(old._data + g._data)
+
+
+def accumulate_retained(t: Tensor, g: Tensor) -> None:
+    """retain_grad: ``.grad`` is set, then summed out of place across backwards."""
+    journal.record(t, "_grad")
+    new = g if STATE.create_graph else _make(g._data)
+    t._grad = new if t._grad is None else _make(t._grad._data + g._data)
+
+
+def validate_outputs(node: Node, outs: list) -> list:
+    """Check each gradient against the tensor it is for: sum broadcast dims, cast dtype."""
+    if len(outs) != len(node.next_edges):
+        raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
+                           f"(expected {len(node.next_edges)}, got {len(outs)})")
+    for i, ((nxt, slot), g) in enumerate(zip(node.next_edges, outs)):
+        if g is None or nxt is None or slot >= len(nxt.input_meta):
+            continue
+        meta = nxt.input_meta[slot]
+        if tuple(g.shape) != tuple(meta.shape):
+            outs[i] = g = _reduce_to(node, i, g, tuple(meta.shape))
+        if g.dtype != meta.dtype:
+            outs[i] = g.to(meta.dtype)
+    return outs
+
+
+def _reduce_to(node: Node, i: int, g: Tensor, shape: tuple) -> Tensor:
+    try:
+        jnp.broadcast_shapes(shape, tuple(g.shape))
+        ok = len(shape) <= len(g.shape) and \
+            jnp.broadcast_shapes(shape, tuple(g.shape)) == tuple(g.shape)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - "
+                           f"got {list(g.shape)} but expected shape compatible with {list(shape)}")
+    return g.sum_to_size(shape)
+
+
+def check_nan(node: Node, outs: list) -> None:
+    for i, g in enumerate(outs):
+        if g is not None and bool(jnp.isnan(g._data).any()):
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+
+
+# -- entry points -----------------------------------------------------------------------
+
+def _as_list(x: Any) -> list:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _root_grads(outputs: list[Tensor], grads: list[Tensor | None]) -> list[Tensor]:
+    result = []
+    for i, (t, g) in enumerate(zip(outputs, grads)):
+        if not t.requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
+                               "a grad_fn")
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs "
+                                   f"(output {i} has shape {list(t.shape)})")
+            g = _make(jnp.ones(t.shape, t.dtype))
+        elif not isinstance(g, Tensor):
+            g = Tensor(jnp.asarray(g, dtype=t.dtype))
+        elif tuple(g.shape) != tuple(t.shape):
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                               f"{list(g.shape)} and output[{i}] has a shape of {list(t.shape)}.")
+        result.append(g)
+    return result
+
+
+def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
+             create_graph: bool = False, inputs: Any = None) -> None:
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves (or of ``inputs``).
+
+    >>> import autograd_compile as acg
+    >>> x = acg.tensor([1.0, 2.0], requires_grad=True)
+    >>> acg.autograd.backward((x ** 2).sum()); x.grad.tolist()
+    [2.0, 4.0]
+    """
+    outputs = _as_list(tensors)
+    grads = _as_list(grad_tensors) if grad_tensors is not None else [None] * len(outputs)
+    if inputs is not None:
+        inputs = _as_list(inputs)
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    keep = create_graph if retain_graph is None else retain_graph
+    task = GraphTask(outputs, _root_grads(outputs, grads), keep, create_graph, inputs, True)
+    execute(task)
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
+         create_graph: bool = False, allow_unused: bool | None = None,
+         materialize_grads: bool = False) -> tuple[Tensor | None, ...]:
+    """Gradients of ``outputs`` with respect to ``inputs``, returned (``.grad`` untouched).
+
+    >>> import autograd_compile as acg
+    >>> x = acg.tensor([3.0], requires_grad=True)
+    >>> acg.autograd.grad((x ** 2).sum(), x)[0].tolist()
+    [6.0]
+    """
+    outs, ins = _as_list(outputs), _as_list(inputs)
+    grads = _as_list(grad_outputs) if grad_outputs is not None else [None] * len(outs)
+    for i, t in enumerate(ins):
+        if not t.requires_grad:
+            raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require "
+                               "grad")
+    keep = create_graph if retain_graph is None else retain_graph
+    task = GraphTask(outs, _root_grads(outs, grads), keep, create_graph, ins, False)
+    result = execute(task)
+    for i, g in enumerate(result):
+        if g is None and not (allow_unused or materialize_grads):
+            raise RuntimeError(f"One of the differentiated Tensors (input {i}) appears to not "
+                               "have been used in the graph. Set allow_unused=True if this is "
+                               "the desired behavior.")
+    if materialize_grads:
+        result = [g if g is not None else _make(jnp.zeros(t.shape, t.dtype))
+                  for g, t in zip(result, ins)]
+    return tuple(result)

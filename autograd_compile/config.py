@@ -1,0 +1,39 @@
+"""Every debug and log flag, read from the environment in one place.
+
+- ``ACG_LOGS``: comma-separated log channels, e.g. ``compiled_autograd`` or
+  ``compiled_autograd_verbose`` (like ``TORCH_LOGS``).
+- ``ACG_DEBUG``: ``1`` adds extra context to errors.
+- ``ACG_CHECK``: ``1`` runs IR checkers (``Graph.lint()``,
+  ``dispatcher.check_invariants``) after every pass and registration.
+"""
+from __future__ import annotations
+
+import logging
+import os
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "0").lower() not in ("", "0", "false", "no")
+
+
+DEBUG: bool = _flag("ACG_DEBUG")
+CHECK: bool = _flag("ACG_CHECK")
+LOGS: frozenset[str] = frozenset(
+    s.strip() for s in os.environ.get("ACG_LOGS", "").split(",") if s.strip()
+)
+
+
+def log_enabled(channel: str) -> bool:
+    """True when ``channel`` (or a verbose variant that implies it) is on."""
+    return channel in LOGS or f"{channel}_verbose" in LOGS
+
+
+def get_logger(channel: str) -> logging.Logger:
+    """A logger for ``channel`` that prints to stderr when the channel is on."""
+    logger = logging.getLogger(f"autograd_compile.{channel}")
+    if log_enabled(channel) and not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(f"[{channel}] %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+    return logger

@@ -1,0 +1,381 @@
+"""Tensor: a ``jax.Array`` plus autograd metadata.
+
+>>> import autograd_compile as acg
+>>> x = acg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+>>> (x * x).sum().backward()
+>>> x.grad.tolist()
+[2.0, 4.0, 6.0]
+
+Every operator method (``+``, ``sum``, ``reshape`` ...) is an op call through
+the dispatcher; the methods are installed by ``autograd_compile.kernels``.
+This module holds what is not an op: autograd metadata, hooks, conversion,
+and the adapter through which Backend kernels (functions on jax arrays) run.
+"""
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import journal
+from .dispatch import dispatcher as _dispatcher
+from .dispatch.keys import TLS, DispatchKey
+
+_FLOATING = frozenset(map(jnp.dtype, (jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64,
+                                      jnp.complex64, jnp.complex128)))
+
+
+def is_floating(dtype: Any) -> bool:
+    """True for dtypes that can require gradients."""
+    return jnp.dtype(dtype) in _FLOATING
+
+
+class RemovableHandle:
+    """Returned by every ``register_*``; ``remove()`` unregisters the hook."""
+
+    _next_id = 0
+    __slots__ = ("_dicts", "id")
+
+    def __init__(self, *dicts: dict) -> None:
+        RemovableHandle._next_id += 1
+        self.id = RemovableHandle._next_id
+        self._dicts = tuple(weakref.ref(d) if hasattr(d, "__weakref__") else d for d in dicts)
+
+    def remove(self) -> None:
+        for d in self._dicts:
+            d = d() if isinstance(d, weakref.ref) else d
+            if d is not None:
+                d.pop(self.id, None)
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+class HookDict(OrderedDict):
+    """An ordered id -> hook map that can be referenced weakly by handles."""
+
+
+class Tensor:
+    """An n-dimensional array on a jax device, with autograd history."""
+
+    __slots__ = ("_data", "_requires_grad", "_grad", "grad_fn", "_output_nr", "_version",
+                 "_backward_hooks", "_post_acc_hooks", "_retains_grad", "_acc_ref", "_base_meta",
+                 "__weakref__")
+    _acg_keys = DispatchKey.Backend.bit
+    __array_priority__ = 1000  # numpy defers to our operators: ndarray * Tensor -> Tensor
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__acg_dispatch__" in cls.__dict__:  # a subclass that handles its own ops
+            cls._acg_keys = cls._acg_keys | DispatchKey.Python.bit
+
+    def __init__(self, data: Any, requires_grad: bool = False) -> None:
+        _init(self, data if isinstance(data, jax.Array) else jnp.asarray(data))
+        if requires_grad:
+            self.requires_grad_(True)
+
+    # -- autograd metadata -----------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set whether autograd records ops on this leaf tensor; returns self."""
+        if self.grad_fn is not None and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you "
+                               "want to use a computed variable in a subgraph that doesn't require "
+                               "differentiation use var_no_grad = var.detach().")
+        if requires_grad and not is_floating(self.dtype):
+            raise RuntimeError("only Tensors of floating point dtype can require gradients, "
+                               f"got {self.dtype}")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def grad(self) -> "Tensor | None":
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: "Tensor | None") -> None:
+        if value is not None:
+            _check_assigned_grad(self, value)
+        journal.record(self, "_grad")
+        self._grad = value
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    @property
+    def data(self) -> "Tensor":
+        """A tensor sharing this one's value, outside autograd."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        self._set_data(value._data if isinstance(value, Tensor) else jnp.asarray(value), bump=False)
+
+    def _set_data(self, array: Any, bump: bool = True) -> None:
+        """Replace the value in place (journaled, so a failed backward can undo it)."""
+        if journal.active():
+            journal.record(self, "_data")
+            journal.record(self, "_version")
+        self._data = array
+        if bump:
+            self._version += 1
+
+    # -- hooks -------------------------------------------------------------------------
+    def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> RemovableHandle:
+        """Call ``hook(grad)`` when this tensor's gradient is computed.
+
+        A returned tensor replaces the gradient; ``None`` keeps it.
+
+        >>> import autograd_compile as acg
+        >>> x = acg.ones(2, requires_grad=True)
+        >>> h = x.register_hook(lambda g: g * 3)
+        >>> (x * 1).sum().backward(); x.grad.tolist()
+        [3.0, 3.0]
+        """
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        hooks = self.grad_fn._tensor_hooks_for(self._output_nr) if self.grad_fn is not None \
+            else self._leaf_hooks()
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def _leaf_hooks(self) -> HookDict:
+        if self._backward_hooks is None:
+            self._backward_hooks = HookDict()
+        return self._backward_hooks
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]
+                                           ) -> RemovableHandle:
+        """Call ``hook(tensor)`` after a backward has written this leaf's ``.grad``."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = HookDict()
+        handle = RemovableHandle(self._post_acc_hooks)
+        self._post_acc_hooks[handle.id] = hook
+        return handle
+
+    def retain_grad(self) -> None:
+        """Fill ``.grad`` of this non-leaf tensor during backward (it accumulates)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        self.grad_fn._retain_grad_for(self._output_nr, self)
+        self._retains_grad = True
+
+    # -- backward ----------------------------------------------------------------------
+    def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see autograd.backward)."""
+        from .autograd.engine import backward
+        backward(self, gradient, retain_graph, create_graph, inputs)
+
+    def detach(self) -> "Tensor":
+        """A new tensor with the same value and no autograd history."""
+        return _make(self._data)
+
+    def _shallow_alias(self) -> "Tensor":
+        """A new plain tensor object over the same value (subclasses keep their extras)."""
+        return _make(self._data, type(self))
+
+    def detach_(self) -> "Tensor":
+        """Cut this tensor out of the graph in place; it becomes a leaf."""
+        self.grad_fn, self._requires_grad, self._output_nr = None, False, 0
+        return self
+
+    # -- conversion --------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return self._data.shape
+
+    @property
+    def dtype(self) -> Any:
+        return self._data.dtype
+
+    @property
+    def device(self) -> Any:
+        devices = getattr(self._data, "devices", None)
+        return next(iter(devices())) if devices else jax.devices()[0]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        """The shape, or one dimension's size."""
+        return self.shape if dim is None else self.shape[dim]
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n = n * s
+        return n
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __jax_array__(self) -> jax.Array:
+        return self._data
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.asarray(self._data, dtype=dtype)
+
+    def numpy(self) -> np.ndarray:
+        if self._requires_grad and TLS.grad_enabled and not self.is_leaf:
+            pass  # PyTorch refuses; we allow it, a jax array is immutable
+        return np.asarray(self._data)
+
+    def item(self) -> Any:
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
+                               "Scalar")
+        return np.asarray(self._data).reshape(()).item()
+
+    def tolist(self) -> Any:
+        return np.asarray(self._data).tolist()
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if is_floating(self.dtype):
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        body = np.array2string(np.asarray(self._data), separator=", ", prefix="tensor(")
+        extra = f", dtype={self.dtype}" if self.dtype != jnp.float32 else ""
+        if self.grad_fn is not None:
+            extra += f", grad_fn=<{self.grad_fn.name()}>"
+        elif self._requires_grad:
+            extra += ", requires_grad=True"
+        return f"tensor({body}{extra})"
+
+
+def _init(t: Tensor, array: Any) -> None:
+    t._data = array
+    t._requires_grad = False
+    t._grad = None
+    t.grad_fn = None
+    t._output_nr = 0
+    t._version = 0
+    t._backward_hooks = None
+    t._post_acc_hooks = None
+    t._retains_grad = False
+    t._acc_ref = None
+    t._base_meta = None
+
+
+def _make(array: Any, cls: type = Tensor) -> Tensor:
+    """Wrap a jax array without copying (the hot path of every op)."""
+    t = object.__new__(cls)
+    _init(t, array)
+    return t
+
+
+def _check_assigned_grad(t: Tensor, g: Any) -> None:
+    if not isinstance(g, Tensor):
+        raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                        f"{type(g).__name__}")
+    if tuple(g.shape) != tuple(t.shape):
+        raise RuntimeError(f"assigned grad has data of a different size: got {list(g.shape)}, "
+                           f"expected {list(t.shape)}")
+    if jnp.dtype(g.dtype) != jnp.dtype(t.dtype):
+        raise RuntimeError(f"assigned grad has data of a different type: got {g.dtype}, "
+                           f"expected {t.dtype}")
+
+
+# -- the Backend adapter: Tensors in, jax arrays to the kernel, Tensors out -------------
+
+def _unwrap(v: Any) -> Any:
+    if isinstance(v, Tensor):
+        return v._data
+    if type(v) in (list, tuple):
+        return type(v)(_unwrap(x) for x in v)
+    return v
+
+
+def _wrap(v: Any) -> Any:
+    if isinstance(v, jax.Array) or isinstance(v, jax.core.Tracer):
+        return _make(v)
+    if type(v) in (list, tuple):
+        return type(v)(_wrap(x) for x in v)
+    return v
+
+
+def _backend_call(op: Any, fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """Run a Backend kernel (a function on jax arrays) for Tensor arguments."""
+    arrays = [a._data if type(a) is Tensor else _unwrap(a) for a in args]
+    kw = {k: _unwrap(v) for k, v in kwargs.items()} if kwargs else {}
+    try:
+        out = fn(*arrays, **kw)
+    except Exception as e:  # name the op, shapes and dtypes, not only jax's message
+        from .errors import op_error
+        raise op_error(op, args, kwargs, e) from e
+    if op.schema.is_mutable:
+        return _write_back(op, args, kwargs, out)
+    return _make(out) if isinstance(out, jax.Array) else _wrap(out)
+
+
+def _write_back(op: Any, args: tuple, kwargs: dict, out: Any) -> Any:
+    """Mutating kernels are functional: they return the new value of each Tensor(a!)."""
+    bound = op.schema.bind(args, kwargs)
+    targets = [v for a, v in zip(op.schema.arguments, bound) if a.mutable]
+    news = out if isinstance(out, (tuple, list)) else (out,)
+    for t, new in zip(targets, news):
+        if new.shape != t._data.shape:
+            raise RuntimeError(f"{op}: in-place result has shape {list(new.shape)} but the "
+                               f"tensor written to has shape {list(t.shape)}")
+        t._set_data(new.astype(t._data.dtype))
+    return targets[0] if len(targets) == 1 else tuple(targets)
+
+
+_dispatcher.set_tensor_type(Tensor, _backend_call)
