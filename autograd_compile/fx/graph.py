@@ -14,10 +14,12 @@ graph():
 from __future__ import annotations
 
 import inspect
+import keyword
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from .. import config
+from .codegen import PythonCode, generate
 from .lint import lint_graph
 from .naming import Namespace, needs_global, target_name
 from .node import OPS, Argument, Node, Target
@@ -78,8 +80,12 @@ class Graph:
                     kwargs: dict[str, Any] | None = None, name: str | None = None) -> Node:
         """Make a node at the current insertion point (the end unless inside inserting_*)."""
         _check_target(op, target)
+        if op == "call_method" and not args:
+            raise ValueError(f"call_method {target!r} needs its receiver as args[0]")
         if op == "output" and self._tail is not None and self._tail.op == "output":
             raise RuntimeError("graph already has an output node; erase it first")
+        if self._insert is not None and self._insert[1]._erased:  # an outer block's anchor
+            raise RuntimeError(f"insertion point %{self._insert[1].name} was erased")
         if op == "call_function":
             self._claim_global(target)
         node = Node(self, self._names.create(name or target_name(target)), op, target,
@@ -190,9 +196,8 @@ class Graph:
         self.lint_if_checking()
         return changed
 
-    def python_code(self, root_name: str = "self") -> Any:
-        """Source of ``def forward(self, ...)`` plus the globals it needs (a PythonCode)."""
-        from .codegen import generate  # codegen imports graph-independent helpers only
+    def python_code(self, root_name: str = "self") -> PythonCode:
+        """Source of ``def forward(self, ...)`` plus the globals it needs."""
         return generate(self, root_name)
 
     # -- internals ------------------------------------------------------------------------
@@ -224,6 +229,8 @@ class Graph:
             self._insert = ("after", node)  # the next insert follows this one
 
     def _last_placeholder(self) -> Node | None:
+        if self._tail is None or self._tail.op == "placeholder":  # the usual build order
+            return self._tail
         last = None
         for n in self.nodes:
             if n.op != "placeholder":
@@ -261,11 +268,13 @@ class Graph:
         self._len -= 1
 
     def _move_insert_point_off(self, node: Node) -> None:
-        where, _ = self._insert  # type: ignore[misc]
-        if where == "after":
-            self._insert = None if node.prev is None else ("after", node.prev)
+        # same position, new anchor: the neighbour on the side we were inserting from
+        if self._insert[0] == "after" and node.prev is not None:  # type: ignore[index]
+            self._insert = ("after", node.prev)
+        elif node.next is not None:
+            self._insert = ("before", node.next)
         else:
-            self._insert = None if node.next is None else ("before", node.next)
+            self._insert = None if node.prev is None else ("after", node.prev)
 
     def _check_owned(self, node: Node) -> None:
         if node.graph is not self or node._erased:
@@ -279,10 +288,14 @@ def _check_target(op: str, target: Target) -> None:
         raise TypeError(f"call_function target must be callable, got {target!r}")
     if op != "call_function" and not isinstance(target, str):
         raise TypeError(f"{op} target must be a str, got {type(target).__name__}")
-    if op == "call_method" and not target.isidentifier():
+    if op == "call_method" and not _is_name(target):
         raise ValueError(f"call_method target must be a method name, got {target!r}")
-    if op == "get_attr" and not all(p.isidentifier() for p in target.split(".")):
+    if op == "get_attr" and not all(_is_name(p) for p in target.split(".")):
         raise ValueError(f"get_attr target must be a dotted attribute path, got {target!r}")
+
+
+def _is_name(text: str) -> bool:
+    return text.isidentifier() and not keyword.iskeyword(text)
 
 
 def _same_target(a: Any, b: Any) -> bool:

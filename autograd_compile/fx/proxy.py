@@ -43,7 +43,8 @@ class Tracer:
         return Proxy(node, self)
 
     def create_arg(self, value: Any) -> Argument:
-        """``value`` with every Proxy replaced by its Node (Proxies of this tracer only)."""
+        """``value`` with every Proxy replaced by its Node (Proxies of this tracer only);
+        Nodes and constants pass through."""
         return map_aggregate(value, self._unwrap)
 
     def _unwrap(self, value: Any) -> Any:
@@ -51,8 +52,6 @@ class Tracer:
             if value.tracer is not self:
                 raise TraceError(f"{value!r} belongs to a different trace")
             return value.node
-        if isinstance(value, Node):
-            raise TraceError(f"got the raw node %{value.name}; pass its Proxy instead")
         return value
 
     def create_node(self, op: str, target: Target, args: tuple, kwargs: dict[str, Any],

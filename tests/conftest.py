@@ -1,0 +1,40 @@
+"""Shared fixtures: every autograd behaviour runs in each execution mode."""
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, ContextManager
+
+import pytest
+
+import autograd_compile as acg
+
+EXEC_MODES = ["eager"]  # compiled modes join when compiled_autograd lands (#4)
+
+
+class ExecMode:
+    """How a test runs its backward calls: ``with mode(): loss.backward()``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.compiled = name.startswith("compiled")
+
+    def __call__(self) -> ContextManager:
+        if not self.compiled:
+            return contextlib.nullcontext()
+        return acg.compiled_autograd.enable(self.name.split("-", 1)[1])
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@pytest.fixture(params=EXEC_MODES)
+def mode(request) -> ExecMode:
+    """Eager, compiled with the eager backend, compiled with the JAX backend."""
+    if request.param != "eager":
+        acg.compiled_autograd.reset()
+    return ExecMode(request.param)
+
+
+def assert_close(actual, expected, rtol: float = 1e-6, atol: float = 1e-6) -> None:
+    import numpy as np
+    np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=rtol, atol=atol)
