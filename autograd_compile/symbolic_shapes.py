@@ -123,6 +123,14 @@ def _sign_decides(rel: sympy.core.relational.Relational) -> bool | None:
     return False if getattr(diff, disproves) else None
 
 
+def _holds(cond: Boolean, subs: dict[sympy.Symbol, sympy.Integer]) -> bool:
+    """``cond`` at concrete values; undefined (division by zero) counts as false."""
+    try:
+        return cond.xreplace(subs) is sympy.true
+    except (ArithmeticError, ValueError, TypeError):
+        return False
+
+
 class ShapeEnv:
     """Owns the size symbols of one trace, their hints and the guards on them.
 
@@ -213,7 +221,12 @@ class ShapeEnv:
         return int(value)
 
     def simplify(self, expr: sympy.Basic) -> sympy.Basic:
-        """``sympy.simplify`` under the symbols' assumptions (positive ints)."""
+        """``sympy.simplify`` under the symbols' assumptions (positive ints).
+
+        >>> env = ShapeEnv(); s = env.create_symbol(4)
+        >>> env.simplify(sympy.Mod(2 * s + 1, 2) + sympy.Abs(s))
+        s0 + 1
+        """
         return sympy.simplify(sympy.sympify(expr))
 
     def statically_known(self, cond: Boolean) -> bool | None:
@@ -227,7 +240,10 @@ class ShapeEnv:
         if isinstance(cond, BooleanAtom):
             return bool(cond)
         if cond not in self._static_cache:
-            self._static_cache[cond] = self._prove(cond)
+            try:
+                self._static_cache[cond] = self._prove(cond)
+            except (ArithmeticError, ValueError, TypeError):  # sympy gave up: unknown
+                self._static_cache[cond] = None
         return self._static_cache[cond]
 
     def _prove(self, cond: Boolean) -> bool | None:
@@ -295,7 +311,7 @@ class ShapeEnv:
             missing = guard.condition.free_symbols - subs.keys()
             if missing:
                 raise ValueError(f"no value for {sorted(map(str, missing))} in {guard.text}")
-            if guard.condition.xreplace(subs) is not sympy.true:  # nan/zoo fails too
+            if not _holds(guard.condition, subs):
                 yield f"{guard.text} is false for {self._describe(guard, bound)}"
 
     def _describe(self, guard: Guard, bound: dict[sympy.Symbol, int]) -> str:
@@ -322,7 +338,13 @@ class ShapeEnv:
         return next(self._failures(values), None)
 
     def format_guards(self) -> list[str]:
-        """Readable text of every recorded guard, in recording order."""
+        """Readable text of every recorded guard, in recording order.
+
+        >>> env = ShapeEnv(); s = env.create_symint(3)
+        >>> _ = bool(s < 9) and bool(s * s != 4)
+        >>> env.format_guards()
+        ['s0 < 9', 's0**2 != 4']
+        """
         return [g.text for g in self.guards]
 
 
@@ -411,7 +433,7 @@ class _SymBase:
     __hash__ = object.__hash__  # identity: SymInts are weak-dict keys
 
     def __repr__(self) -> str:
-        return sympy.sstr(self.node.expr)
+        return _fmt(self.node.expr)
 
     __str__ = __repr__
 
@@ -587,7 +609,9 @@ def _hint(x: Any) -> Any:
 def _wrap(expr: sympy.Basic, hint: Any, env: ShapeEnv, kind: type) -> Any:
     """A Sym* result, or a plain Python value when ``expr`` folded to a constant."""
     if kind is SymBool:
-        return bool(expr) if isinstance(expr, BooleanAtom) else SymBool(SymNode(expr, env, bool(hint)))
+        if isinstance(expr, BooleanAtom):
+            return bool(expr)
+        return SymBool(SymNode(expr, env, bool(hint)))
     if expr.is_number:  # constants are inlined as Python scalars
         return int(expr) if kind is SymInt else float(expr)
     return kind(SymNode(expr, env, hint))

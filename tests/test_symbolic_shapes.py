@@ -196,6 +196,7 @@ def test_repr_shows_the_expression() -> None:
     _, a, b = two_sizes()
     assert repr(a * 2) == "2*s0" and str(a + b) == "s0 + s1"
     assert repr(a // 4) == "floor(s0/4)" and repr(a > 3) == "s0 > 3"
+    assert repr(a == b) == "s0 == s1" and repr(a * a != 4) == "s0**2 != 4"
 
 
 def test_division_by_a_zero_hint_raises() -> None:
@@ -219,7 +220,8 @@ def test_symfloat_true_division() -> None:
     env, a, b = two_sizes(6, 4)
     q = a / b
     assert isinstance(q, SymFloat) and q.node.hint == 1.5
-    assert q * b == a or isinstance(q * b, SymFloat)
+    assert isinstance(q * b, SymFloat) and (q * b).node.expr == env.symbols[0]
+    assert (a * 0.5).node.hint == 3.0 and isinstance(a + 0.5, SymFloat)
     assert (a / a) == 1.0 and type(a / a) is float
     assert float(q) == 1.5 and env.format_guards() == ["s0/s1 == 3/2"]
     assert env.check_guards([9, 6]) and not env.check_guards([6, 6])
@@ -489,3 +491,11 @@ def test_proxy_lookup_never_calls_symint_eq() -> None:
         set_proxy(tracer, twin, "pt")
         assert get_proxy(tracer, twin) == "pt" and get_proxy(tracer, a) == "pa"
     assert mode.calls == []  # no SymBool was built behind the tracer's back
+
+
+def test_guard_undefined_at_new_sizes_fails_instead_of_raising() -> None:
+    env, a, b = two_sizes(5, 3)
+    assert a // (a - b) > 1 and not (sym_max(0, a // (a - b)) > 5)
+    assert env.check_guards([7, 5])
+    assert not env.check_guards([4, 4])  # divisor s0 - s1 is 0 there
+    assert env.failing_guard([4, 4]).startswith("floor(s0/(s0 - s1)) > 1")
