@@ -25,3 +25,7 @@ from .kernels.api import *  # noqa: E402,F401,F403
 from .kernels.api import install_tensor_methods as _install  # noqa: E402
 
 _install(Tensor)
+
+# from . import nn, optim  # noqa: E402  (restored when nn.functional lands)
+from . import backends, compiled_autograd  # noqa: E402
+from .proxy_tensor import make_fx  # noqa: E402

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 from .dispatch.dispatcher import OpOverload, boxed
 from .dispatch.keys import DispatchKey, include_keys
 from .errors import op_error
+from .lifted import plain
 from .modes import DispatchMode
 from .tensor import Tensor, _init
 
@@ -138,6 +139,7 @@ def _has_tensor(v: Any) -> bool:
 def fake_fallback(op: OpOverload, args: tuple, kwargs: dict) -> Any:
     """The Fake-key kernel of every op: run the shape rule, return FakeTensors."""
     rule = SHAPE_RULES.get(op)
+    args = tuple(plain(a) for a in args)  # a lifted scalar types like the float it stands for
     try:
         result = rule(*args, **kwargs) if rule is not None else _eval_shape(op, args, kwargs)
     except (NotImplementedError, TypeError) as e:

@@ -200,7 +200,10 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         """A new tensor with the same value and no autograd history."""
-        return _make(self._data)
+        if type(self) is Tensor and not TLS.mode_stack:
+            return _make(self._data)
+        from .dispatch.library import ops
+        return ops.acg.detach(self)  # an op, so modes and subclasses see it
 
     def _shallow_alias(self) -> "Tensor":
         """A new plain tensor object over the same value (subclasses keep their extras)."""

@@ -73,13 +73,16 @@ class OpNode(Node):
                 else s for s in self.saved]
 
     def apply(self, grad_outputs: list[Tensor | None]) -> list[Tensor | None]:
-        args = self.unpack_args()
-        out = None
-        if self.saved_out is not None:
-            outs = [s.unpack(self) for s in self.saved_out]
-            out = outs[0] if len(outs) == 1 else tuple(outs)
+        outs = [s.unpack(self) for s in self.saved_out] if self.saved_out is not None else None
+        return self.apply_with(grad_outputs, self.unpack_args(), outs, self.input_meta)
+
+    def apply_with(self, grad_outputs: list, args: list, outs: list | None, metas: list
+                   ) -> list[Tensor | None]:
+        """The formula on given saved values: eager passes the real ones, compiled
+        autograd's capture passes fakes with symbolic sizes (one definition for both)."""
+        out = None if outs is None else outs[0] if len(outs) == 1 else tuple(outs)
         grads = grad_outputs[0] if len(grad_outputs) == 1 else \
-            tuple(_materialize(g, m) for g, m in zip(grad_outputs, self.input_meta))
+            tuple(_materialize(g, m) for g, m in zip(grad_outputs, metas))
         return self._flatten(self.fn(grads, *args, out))
 
     def _flatten(self, result: Any) -> list[Tensor | None]:

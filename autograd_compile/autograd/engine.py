@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 import jax.numpy as jnp
 
 from ..dispatch.keys import TLS
+from ..dispatch.library import ops
 from ..tensor import Tensor, _make
 from .. import journal
 from .node import AccumulateGrad, GraphRoot, Node, gradient_edge
@@ -47,7 +48,7 @@ class GraphTask:
         self.root = GraphRoot([gradient_edge(t) for t in roots], grads)
         self.keep_graph, self.create_graph, self.accumulate = keep_graph, create_graph, accumulate
         self.inputs = list(inputs) if inputs is not None else None
-        self.dependencies = _dependencies(self.root)
+        self.dependencies, self.hooks = _dependencies(self.root)
         self.capture_at: dict[tuple[Node, int], list[int]] = {}
         self.captured: list[Tensor | None] = []
         self.needed: set[Node] | None = None
@@ -71,8 +72,39 @@ class GraphTask:
         return self.needed is None or node in self.needed
 
 
-def _dependencies(root: Node) -> dict[Node, int]:
+class NodeHooks:
+    """The hooks of one node as they were when the backward started: hooks added or
+    removed while it runs take effect next time (and compiled mode sees the same)."""
+
+    __slots__ = ("tensor_pre", "retained", "pre", "post", "post_acc")
+
+    def __init__(self, node: Node) -> None:
+        self.tensor_pre = node.tensor_pre_hooks()
+        self.retained = node.retained_tensors()
+        self.pre = node.pre_hooks()
+        self.post = node.post_hooks()
+        self.post_acc = node.post_acc_hooks() if isinstance(node, AccumulateGrad) else []
+
+    def __bool__(self) -> bool:
+        return bool(self.tensor_pre or self.retained or self.pre or self.post or self.post_acc)
+
+
+NO_HOOKS = NodeHooks.__new__(NodeHooks)
+for _slot in NodeHooks.__slots__:
+    setattr(NO_HOOKS, _slot, [])
+
+
+def _has_hooks(node: Node) -> bool:
+    if isinstance(node, AccumulateGrad):
+        v = node.variable
+        return bool(v._backward_hooks or v._post_acc_hooks or node._pre_hooks or node._post_hooks)
+    return bool(node._tensor_hooks or node._retained or node._pre_hooks or node._post_hooks)
+
+
+def _dependencies(root: Node) -> tuple[dict[Node, int], dict[Node, NodeHooks]]:
+    """Incoming-edge counts of every reachable node, and a snapshot of their hooks."""
     deps: dict[Node, int] = {}
+    hooks: dict[Node, NodeHooks] = {}
     seen, stack = {root}, [root]
     while stack:
         for nxt, _ in stack.pop().next_edges:
@@ -82,7 +114,9 @@ def _dependencies(root: Node) -> dict[Node, int]:
             if nxt not in seen:
                 seen.add(nxt)
                 stack.append(nxt)
-    return deps
+                if _has_hooks(nxt):
+                    hooks[nxt] = NodeHooks(nxt)
+    return deps, hooks
 
 
 def _nodes_leading_to(root: Node, targets: set[Node]) -> set[Node]:
@@ -133,14 +167,18 @@ def _run_eager(task: GraphTask) -> None:
         TLS.grad_enabled = prev_grad
 
 
-def _walk(task: GraphTask) -> None:
+def _walk(task: GraphTask, call: Callable[[GraphTask, Node, list], list | None] | None = None
+          ) -> None:
+    """Run ready nodes, later-created first; ``call`` runs one node (eager by default,
+    compiled autograd passes its capturing version: one walk for both)."""
+    call = call or call_node
     deps, counter = task.dependencies, 0
     heap: list[tuple[int, int, Node]] = [(-task.root.seq, 0, task.root)]
     buffers: dict[Node, list[Tensor | None]] = {task.root: []}
     while heap:
         node = heapq.heappop(heap)[2]
         grads = buffers.pop(node)
-        outs = call_node(task, node, grads)
+        outs = call(task, node, grads)
         if outs is None:
             continue
         for (nxt, slot), g in zip(node.next_edges, outs):
@@ -157,34 +195,46 @@ def _walk(task: GraphTask) -> None:
                 heapq.heappush(heap, (-nxt.seq, counter, nxt))
 
 
+def _plain(*ts: Tensor) -> bool:
+    """Plain tensors and no mode active: the engine may use jax directly (faster);
+    otherwise it goes through ops, so tracing and subclasses see every step."""
+    return not STATE.create_graph and not TLS.mode_stack and all(type(t) is Tensor for t in ts)
+
+
 def _add(a: Tensor, b: Tensor) -> Tensor:
-    if STATE.create_graph:
-        return a + b
-    return _make(a._data + b._data)
+    return _make(a._data + b._data) if _plain(a, b) else a + b
 
 
 def call_node(task: GraphTask, node: Node, grads: list[Tensor | None]) -> list | None:
     """Hooks and the node itself, in PyTorch's order; None when the node is skipped."""
     if grads and all(g is None for g in grads):
         return [None] * len(node.next_edges)
-    run_tensor_pre_hooks(node, grads)
-    for slot, t in node.retained_tensors():
+    hooks = task.hooks.get(node, NO_HOOKS)
+    run_tensor_pre_hooks(hooks.tensor_pre, grads)
+    for slot, t in hooks.retained:
         if slot < len(grads) and grads[slot] is not None:
             accumulate_retained(t, grads[slot])
     if task.capture_at and _capture(task, node, grads):
         return None
-    grads = run_pre_hooks(node, grads)
-    outs = node.apply(grads)
+    grads = run_pre_hooks(hooks.pre, grads)
+    if isinstance(node, AccumulateGrad):
+        node.apply_with_hooks(grads, hooks.post_acc)
+        outs: list = []
+    else:
+        outs = node.apply(grads)
     task.executed.append(node)
-    outs = run_post_hooks(node, outs, grads)
+    outs = run_post_hooks(hooks.post, outs, grads)
     outs = validate_outputs(node, outs)
     if STATE.anomaly:
         check_nan(node, outs)
     return outs
 
 
-def _capture(task: GraphTask, node: Node, grads: list) -> bool:
-    """Record grads for autograd.grad/backward(inputs=); True if the node stops here."""
+def _capture(task: GraphTask, node: Node, grads: list,
+             write: Callable[[Tensor, Tensor], None] | None = None) -> bool:
+    """Record grads for autograd.grad/backward(inputs=); True if the node stops here.
+    ``write`` puts a non-leaf input's gradient into its ``.grad``."""
+    write = write or accumulate_into_grad
     hit = False
     for slot, g in enumerate(grads):
         for i in task.capture_at.get((node, slot), ()):
@@ -199,14 +249,14 @@ def _capture(task: GraphTask, node: Node, grads: list) -> bool:
         for slot, g in enumerate(grads):
             for i in task.capture_at.get((node, slot), ()):
                 if g is not None:
-                    accumulate_into_grad(task.inputs[i], g)
+                    write(task.inputs[i], g)
     return not any(n is not None and task.is_needed(n) for n, _ in node.next_edges)
 
 
 # -- hooks ------------------------------------------------------------------------------
 
-def run_tensor_pre_hooks(node: Node, grads: list[Tensor | None]) -> None:
-    for slot, hook in node.tensor_pre_hooks():
+def run_tensor_pre_hooks(hooks: list[tuple[int, Callable]], grads: list[Tensor | None]) -> None:
+    for slot, hook in hooks:
         g = grads[slot] if slot < len(grads) else None
         if g is None:
             continue
@@ -229,16 +279,16 @@ def check_hook_result(hook: Callable, old: Tensor, new: Any) -> None:
                            f"{new.dtype})")
 
 
-def run_pre_hooks(node: Node, grads: list) -> list:
-    for hook in node.pre_hooks():
+def run_pre_hooks(hooks: list[Callable], grads: list) -> list:
+    for hook in hooks:
         new = hook(tuple(grads))
         if new is not None:
             grads = _check_tuple(hook, new, len(grads), "pre-hook")
     return grads
 
 
-def run_post_hooks(node: Node, outs: list, grads: list) -> list:
-    for hook in node.post_hooks():
+def run_post_hooks(hooks: list[Callable], outs: list, grads: list) -> list:
+    for hook in hooks:
         new = hook(tuple(outs), tuple(grads))
         if new is not None:
             outs = _check_tuple(hook, new, len(outs), "hook")
@@ -268,7 +318,7 @@ def run_post_acc_hooks(variable: Tensor, hooks: list[Callable]) -> None:
 def accumulate_into_grad(variable: Tensor, g: Tensor) -> None:
     """``.grad = g`` the first time, else add (in place unless building a graph)."""
     if not STATE.create_graph:
-        g = _make(g._data)
+        g = g.detach()
     old = variable._grad
     if old is None:
         journal.record(variable, "_grad")
@@ -276,41 +326,53 @@ def accumulate_into_grad(variable: Tensor, g: Tensor) -> None:
     elif STATE.create_graph:
         journal.record(variable, "_grad")
         variable._grad = old + g
-    else:
+    elif _plain(old, g):
         old._set_data(old._data + g._data)
+    else:
+        old.add_(g)
 
 
 def accumulate_retained(t: Tensor, g: Tensor) -> None:
     """retain_grad: ``.grad`` is set, then summed out of place across backwards."""
     journal.record(t, "_grad")
-    new = g if STATE.create_graph else _make(g._data)
-    t._grad = new if t._grad is None else _make(t._grad._data + g._data)
+    new = g if STATE.create_graph else g.detach()
+    t._grad = new if t._grad is None else _add(t._grad, new)
 
 
-def validate_outputs(node: Node, outs: list) -> list:
+def validate_outputs(node: Node, outs: list,
+                     meta_of: Callable[[Node], list] = lambda n: n.input_meta) -> list:
     """Check each gradient against the tensor it is for: sum broadcast dims, cast dtype."""
     if len(outs) != len(node.next_edges):
         raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
                            f"(expected {len(node.next_edges)}, got {len(outs)})")
     for i, ((nxt, slot), g) in enumerate(zip(node.next_edges, outs)):
-        if g is None or nxt is None or slot >= len(nxt.input_meta):
+        if g is None or nxt is None:
             continue
-        meta = nxt.input_meta[slot]
-        if tuple(g.shape) != tuple(meta.shape):
+        metas = meta_of(nxt)
+        if slot >= len(metas):
+            continue
+        meta = metas[slot]
+        if not _same_shape(g.shape, meta.shape):
             outs[i] = g = _reduce_to(node, i, g, tuple(meta.shape))
         if g.dtype != meta.dtype:
             outs[i] = g.to(meta.dtype)
     return outs
 
 
+def _same_shape(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b))
+
+
+def _expandable(shape: tuple, target: tuple) -> bool:
+    """Can ``shape`` broadcast to ``target`` (works on ints and SymInts)?"""
+    if len(shape) > len(target):
+        return False
+    tail = target[len(target) - len(shape):]
+    return all(s is t or s == 1 or s == t for s, t in zip(shape, tail))
+
+
 def _reduce_to(node: Node, i: int, g: Tensor, shape: tuple) -> Tensor:
-    try:
-        jnp.broadcast_shapes(shape, tuple(g.shape))
-        ok = len(shape) <= len(g.shape) and \
-            jnp.broadcast_shapes(shape, tuple(g.shape)) == tuple(g.shape)
-    except ValueError:
-        ok = False
-    if not ok:
+    if not _expandable(shape, tuple(g.shape)):
         raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - "
                            f"got {list(g.shape)} but expected shape compatible with {list(shape)}")
     return g.sum_to_size(shape)
@@ -338,7 +400,8 @@ def _root_grads(outputs: list[Tensor], grads: list[Tensor | None]) -> list[Tenso
             if t.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs "
                                    f"(output {i} has shape {list(t.shape)})")
-            g = _make(jnp.ones(t.shape, t.dtype))
+            g = _make(jnp.ones(t.shape, t.dtype)) if _plain(t) else \
+                ops.acg.ones(list(t.shape), dtype=t.dtype)
         elif not isinstance(g, Tensor):
             g = Tensor(jnp.asarray(g, dtype=t.dtype))
         elif tuple(g.shape) != tuple(t.shape):

@@ -66,8 +66,9 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def apply(self, grad_outputs: list[Tensor | None]) -> list[Tensor | None]:
         if self.materialize_grads:
+            from ..dispatch.library import ops
             grad_outputs = [g if g is not None or not is_floating(m.dtype) else
-                            _make(jnp.zeros(m.shape, m.dtype))
+                            ops.acg.zeros(list(m.shape), dtype=m.dtype)
                             for g, m in zip(grad_outputs, self.input_meta)]
         result = self.fn_cls.backward(self, *grad_outputs)
         return self._per_tensor_input(result)

@@ -153,11 +153,16 @@ class AccumulateGrad(Node):
         return list(hooks.values()) if hooks else []
 
     def apply(self, grad_outputs: list[Tensor | None]) -> list[Tensor | None]:
+        return self.apply_with_hooks(grad_outputs, self.post_acc_hooks())
+
+    def apply_with_hooks(self, grad_outputs: list[Tensor | None], post_acc: list[Callable]
+                         ) -> list[Tensor | None]:
+        """Write ``.grad``, then run the post-accumulate-grad hooks given."""
         from .engine import accumulate_into_grad, run_post_acc_hooks
         g = grad_outputs[0]
         if g is not None:
             accumulate_into_grad(self.variable, g)
-        run_post_acc_hooks(self.variable, self.post_acc_hooks())
+        run_post_acc_hooks(self.variable, post_acc)
         return []
 
 

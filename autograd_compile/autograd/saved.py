@@ -26,6 +26,10 @@ class _HookState(threading.local):
 
 _HOOKS = _HookState()
 
+# compiled autograd's capture swaps saved tensors for fake ones here (by id of the
+# SavedVariable), so a node's own apply() runs unchanged on fakes
+UNPACK_OVERRIDE: dict[int, Any] = {}
+
 
 class saved_tensors_hooks:
     """Intercept tensors saved for backward: ``pack(t)`` at save, ``unpack(obj)`` at use.
@@ -72,6 +76,8 @@ class SavedVariable:
 
     def unpack(self, node: Any = None) -> Any:
         """The saved tensor; raise if freed or modified in place since it was saved."""
+        if UNPACK_OVERRIDE and id(self) in UNPACK_OVERRIDE:
+            return UNPACK_OVERRIDE[id(self)]
         if self.freed:
             raise RuntimeError(_FREED)
         current = self.ref() if self.is_output else (None if self.unpack_hook else self.value)

@@ -1,0 +1,28 @@
+# The README's commands. Each target builds .venv itself, so a fresh machine with
+# python3 >= 3.11 and make needs nothing else.
+PY ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed-stamp
+PYTEST := $(VENV)/bin/python -m pytest
+
+.PHONY: demo test test-slow bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q -e ".[test,bench]"
+	touch $(STAMP)
+
+demo: $(STAMP)  ## train with compiled backward + hooks; print eager vs compiled throughput
+	$(VENV)/bin/python -m autograd_compile demo
+
+test: $(STAMP)  ## the test suite CI runs
+	$(PYTEST) -q -p no:cacheprovider
+
+test-slow: $(STAMP)  ## long fuzzing and soak runs
+	ACG_SLOW=1 $(PYTEST) -q -p no:cacheprovider
+
+bench: $(STAMP)  ## the backward-throughput benchmark suite
+	$(VENV)/bin/python -m autograd_compile bench
+
+clean:
+	rm -rf $(VENV) *.egg-info

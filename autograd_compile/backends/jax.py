@@ -1,0 +1,207 @@
+"""The JAX backend: the captured backward as XLA programs.
+
+Every op node lowers to the very JAX kernel eager uses (the op's Backend
+kernel; composite ops run their decomposition on traced arrays). The graph is
+cut only where Python must run: opaque hooks (``call_*_hook`` nodes). Each
+stretch between them is one ``jax.jit`` program with the sizes static; with no
+opaque hook the whole backward is a single program. ``.grad`` writes are
+deferred to the next cut (or the end): nothing observable runs in between, so
+eager semantics hold while the programs stay whole.
+
+>>> import autograd_compile as acg
+>>> w = acg.ones(3, requires_grad=True)
+>>> with acg.compiled_autograd.enable("jax"):
+...     (w * w).sum().backward()
+>>> w.grad.tolist()
+[2.0, 2.0, 2.0]
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+from ..compiled_runtime import HOST_CALLS, WRITES
+from ..dispatch.dispatcher import OpOverload
+from ..dispatch.keys import TLS, DispatchKey
+from ..fx import GraphModule, Node
+from ..tensor import Tensor, _make
+
+try:  # a lifted Python float must stay weakly typed (x_f32 * s stays f32), as in eager
+    from jax._src.lax.lax import _convert_element_type as _convert
+
+    def weak_scalar(x: Any) -> Any:
+        return _convert(x, x.dtype, weak_type=True)
+except ImportError:  # pragma: no cover - older/newer jax without the private helper
+    def weak_scalar(x: Any) -> Any:
+        return x
+
+
+def jax_backend(gm: GraphModule) -> Callable:
+    """compiler_fn: partition ``gm`` at host calls and jit each device stretch."""
+    return JaxProgram(gm)
+
+
+def _host_kind(node: Node) -> str:
+    """'placeholder', 'host' (Python object lookups), 'call' (hooks), 'write', 'device'."""
+    if node.op == "placeholder":
+        return "placeholder"
+    if node.op == "output":
+        return "output"
+    if node.target is operator.getitem and isinstance(node.args[0], Node) and \
+            node.args[0].op == "placeholder" and node.args[0].target in ("hooks", "leaves"):
+        return "host"
+    if node.target in HOST_CALLS:
+        return "call"
+    if node.target in WRITES:
+        return "write"
+    return "device"
+
+
+class Segment:
+    """A stretch of device nodes run as one jitted function."""
+
+    def __init__(self, nodes: list[Node], needed_later: set[Node]) -> None:
+        self.nodes = nodes
+        inside = set(nodes)
+        ext: dict[Node, None] = {}
+        self.input_ids: list[int] = []
+        for n in nodes:
+            for a in n.all_input_nodes:
+                if a in inside:
+                    continue
+                if a.op == "placeholder":
+                    continue
+                ext[a] = None
+            if n.target is operator.getitem and isinstance(n.args[0], Node) and \
+                    n.args[0].op == "placeholder" and n.args[0].target == "inputs":
+                self.input_ids.append(n.args[1])
+        self.ext = list(ext)
+        self.outs = [n for n in nodes if n in needed_later]
+        self.fn = jax.jit(self._trace, static_argnums=(3,))
+
+    def _trace(self, ext: tuple, in_arrays: tuple, scalars: Any, sizes: tuple) -> tuple:
+        from ..compiled_autograd import counters
+        counters["compiles"] += 1  # runs once per XLA compile (jit traces once per shape)
+        env: dict[Node, Any] = dict(zip(self.ext, ext))
+        inputs = dict(zip(self.input_ids, in_arrays))
+        for n in self.nodes:
+            env[n] = _lower(n, env, inputs, scalars, sizes)
+        return tuple(env[n] for n in self.outs)
+
+    def run(self, env: dict, inputs: list, scalars: Any, sizes: tuple) -> None:
+        out = self.fn(tuple(env[n] for n in self.ext),
+                      tuple(inputs[i] for i in self.input_ids), scalars, sizes)
+        env.update(zip(self.outs, out))
+
+
+def _lower(n: Node, env: dict, inputs: dict, scalars: Any, sizes: tuple) -> Any:
+    """One node inside a jitted segment."""
+    if n.target is operator.getitem and isinstance(n.args[0], Node) and \
+            n.args[0].op == "placeholder":
+        which, i = n.args[0].target, n.args[1]
+        if which == "inputs":
+            return inputs[i]
+        if which == "sizes":
+            return sizes[i]
+        return weak_scalar(scalars[i])
+    args = _load(n.args, env)
+    kwargs = _load(n.kwargs, env)
+    if isinstance(n.target, OpOverload):
+        return _call_op(n.target, args, kwargs)
+    return n.target(*args, **kwargs)
+
+
+def _load(value: Any, env: dict) -> Any:
+    if isinstance(value, Node):
+        return env[value]
+    if type(value) in (list, tuple):
+        return type(value)(_load(v, env) for v in value)
+    if type(value) is dict:
+        return {k: _load(v, env) for k, v in value.items()}
+    return value
+
+
+def _call_op(op: OpOverload, args: tuple, kwargs: dict) -> Any:
+    """The op's own JAX kernel; composite ops run on Tensors wrapping tracers."""
+    kernel = op.kernels.get(DispatchKey.Backend)
+    if kernel is not None:
+        return kernel.fn(*args, **kwargs)
+    wrapped = _wrap(args)
+    prev, TLS.grad_enabled = TLS.grad_enabled, False
+    try:
+        out = op(*wrapped, **_wrap(kwargs))
+    finally:
+        TLS.grad_enabled = prev
+    return _unwrap(out)
+
+
+def _wrap(value: Any) -> Any:
+    if isinstance(value, (jax.Array, jax.core.Tracer)):
+        return _make(value)
+    if type(value) in (list, tuple):
+        return type(value)(_wrap(v) for v in value)
+    if type(value) is dict:
+        return {k: _wrap(v) for k, v in value.items()}
+    return value
+
+
+def _unwrap(value: Any) -> Any:
+    if isinstance(value, Tensor):
+        return value._data
+    if type(value) in (list, tuple):
+        return type(value)(_unwrap(v) for v in value)
+    return value
+
+
+class JaxProgram:
+    """Device segments, host calls and deferred writes, in graph order."""
+
+    def __init__(self, gm: GraphModule) -> None:
+        self.graph_module = gm
+        nodes = list(gm.graph.nodes)
+        self.output = nodes[-1]
+        self.steps: list[tuple[str, Any]] = []
+        self.host: list[Node] = [n for n in nodes if _host_kind(n) == "host"]
+        self._plan(nodes)
+
+    def _plan(self, nodes: list[Node]) -> None:
+        position = {n: i for i, n in enumerate(nodes)}
+        current: list[Node] = []
+        writes: list[Node] = []
+
+        def close(at: int) -> None:
+            if current:
+                later = {n for n in current if any(position[u] > at or _host_kind(u) != "device"
+                                                   for u in n.users)}
+                self.steps.append(("segment", Segment(list(current), later)))
+                current.clear()
+            for w in writes:
+                self.steps.append(("call", w))
+            writes.clear()
+        for i, n in enumerate(nodes):
+            kind = _host_kind(n)
+            if kind == "device":
+                current.append(n)
+            elif kind == "write":
+                writes.append(n)
+            elif kind == "call":
+                close(i)
+                self.steps.append(("call", n))
+        close(len(nodes))
+
+    def __call__(self, inputs: list[Tensor], sizes: list[int], scalars: list[float],
+                 hooks: list, leaves: list[Tensor]) -> tuple:
+        arrays = [t._data for t in inputs]
+        static_sizes = tuple(int(s) for s in sizes)
+        scalar_arr = np.asarray(scalars, dtype=np.float64)
+        places = {"hooks": hooks, "leaves": leaves}
+        env: dict[Node, Any] = {n: places[n.args[0].target][n.args[1]] for n in self.host}
+        for kind, step in self.steps:
+            if kind == "segment":
+                step.run(env, arrays, scalar_arr, static_sizes)
+            else:
+                env[step] = _unwrap(step.target(*_wrap(_load(step.args, env))))
+        return _wrap(_load(self.output.args[0], env))

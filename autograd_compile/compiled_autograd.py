@@ -1,0 +1,278 @@
+"""Compiled autograd: capture a whole backward pass, hooks included, into one graph.
+
+>>> import autograd_compile as acg
+>>> x = acg.ones(4, requires_grad=True)
+>>> with acg.compiled_autograd.enable("jax"):
+...     (x * x).sum().backward()
+>>> x.grad.tolist(), acg.compiled_autograd.counters["captures"] >= 1
+([2.0, 2.0, 2.0, 2.0], True)
+
+Every backward under :func:`enable` goes like this:
+
+1. **Collect** (every call): one walk over the autograd graph builds the cache
+   key (node types, structure, dtypes, hook counts, specialised constants) and
+   gathers what is lifted: saved tensors, sizes, float scalars, hooks, leaves.
+2. **Look up**: a cache hit whose guards hold (sizes that were equal are still
+   equal, SymInt guards, specialised scalars) is reused.
+3. **Capture** (on a miss): an :class:`AutogradCompilerInstance` replays the
+   same walk the eager engine does, running each node's own ``apply`` on fake
+   tensors with symbolic sizes under proxy tracing; hooks become ``call_hook``
+   nodes against the ``hooks`` input (hooks marked :func:`pure_hook` are traced
+   inline). ``compiler_fn(graph_module)`` gives the callable that is cached.
+4. **Run**: ``compiled(inputs, sizes, scalars, hooks, leaves)`` computes the
+   gradients, calls hooks at their eager positions and writes ``.grad``.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from typing import Any, Callable
+
+from . import config
+from .autograd import engine
+from .autograd.engine import GraphTask, NodeHooks
+from .autograd.node import Node
+from .compiled_capture import AutogradCompilerInstance, CacheEntry
+from .compiled_nodes import Collector, visit_node
+from .dispatch.keys import TLS
+
+log = config.get_logger("compiled_autograd")
+CACHE_SIZE_LIMIT = 256  # distinct graphs kept (like torch._dynamo's cache_size_limit)
+RECOMPILE_LIMIT = 8     # guard-failure recaptures kept per graph structure
+
+
+class Counters(dict):
+    """captures, cache_hits, compiles (XLA programs built), eager_runs."""
+
+    def __init__(self) -> None:
+        super().__init__(captures=0, cache_hits=0, compiles=0, eager_runs=0, evictions=0)
+
+    def clear(self) -> None:
+        for k in self:
+            self[k] = 0
+
+
+counters = Counters()
+_CACHE: "OrderedDict[tuple, list[CacheEntry]]" = OrderedDict()
+_LOCK = threading.RLock()
+
+
+class _State(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[Any] = []
+
+
+_STATE = _State()
+
+
+def _resolve(compiler_fn: Any) -> Callable:
+    if isinstance(compiler_fn, str):
+        from .backends import get
+        return get(compiler_fn)
+    if not callable(compiler_fn):
+        raise TypeError(f"compiled_autograd.enable() expects a compiler_fn (a callable "
+                        f"GraphModule -> callable) or a backend name such as 'jax' or 'eager', "
+                        f"got {type(compiler_fn).__name__}")
+    return compiler_fn
+
+
+class enable:
+    """Compile every backward inside the block with ``compiler_fn``.
+
+    ``compiler_fn`` is ``"jax"``, ``"eager"`` or any callable taking the captured
+    GraphModule and returning a callable with the same signature. Nested
+    blocks must exit in order; the innermost one wins.
+    """
+
+    def __init__(self, compiler_fn: Any = "jax") -> None:
+        self.compiler_fn = _resolve(compiler_fn)
+
+    def __enter__(self) -> "enable":
+        _STATE.stack.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not _STATE.stack or _STATE.stack[-1] is not self:
+            raise RuntimeError("compiled_autograd contexts must exit in the reverse order they "
+                               "were entered")
+        _STATE.stack.pop()
+
+
+class disable(enable):
+    """Run backwards inside the block eagerly, even within ``enable``."""
+
+    def __init__(self) -> None:
+        self.compiler_fn = None
+
+
+def current_compiler() -> Callable | None:
+    return _STATE.stack[-1].compiler_fn if _STATE.stack else None
+
+
+def reset() -> None:
+    """Forget every cached graph and zero the counters."""
+    with _LOCK:
+        _CACHE.clear()
+        counters.clear()
+
+
+def pure_hook(fn: Callable) -> Callable:
+    """Mark a hook as a pure tensor function: compiled autograd traces it into the
+    program instead of calling it from Python (it must have no side effects; the
+    graph specialises on its code and on scalar values in its closure).
+
+    >>> @pure_hook
+    ... def clip(g):
+    ...     return g.clamp(-1.0, 1.0)
+    """
+    fn._acg_pure = True
+    return fn
+
+
+# -- the runner the engine calls -------------------------------------------------------
+
+def _ordered_nodes(task: GraphTask) -> list[Node]:
+    """Every node the backward may run, in a deterministic order (DFS from the root)."""
+    order, seen, stack = [], {task.root}, [task.root]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        for nxt, _ in reversed(node.next_edges):
+            if nxt is not None and nxt not in seen and task.is_needed(nxt):
+                seen.add(nxt)
+                stack.append(nxt)
+    return order
+
+
+class HookPlan:
+    """A node's hooks as the graph sees them: ('pure', fn) or ('opaque', index)."""
+
+    __slots__ = ("tensor_pre", "retained", "pre", "post", "post_acc")
+
+    def __init__(self, hooks: NodeHooks | None, col: Collector, hook_list: list) -> None:
+        def ref(h: Callable) -> tuple[str, Any]:
+            if getattr(h, "_acg_pure", False):
+                col.const(("P", h.__code__, _closure_key(h)))
+                return ("pure", h)
+            col.const("H")
+            hook_list.append(h)
+            return ("opaque", len(hook_list) - 1)
+        h = hooks or engine.NO_HOOKS
+        self.tensor_pre = [(col.const(slot), ref(fn)) for slot, fn in h.tensor_pre]
+        self.retained = [(col.const(slot), col.leaf(t)) for slot, t in h.retained]
+        self.pre = [ref(fn) for fn in h.pre]
+        self.post = [ref(fn) for fn in h.post]
+        self.post_acc = [ref(fn) for fn in h.post_acc]
+
+
+def _closure_key(fn: Callable) -> tuple:
+    cells = getattr(fn, "__closure__", None) or ()
+    values = []
+    for c in cells:
+        v = c.cell_contents
+        values.append(v if isinstance(v, (int, float, str, bool, type(None))) else id(v))
+    return tuple(values)
+
+
+class Collected:
+    """One backward's collect pass: key, runtime inputs and per-node plans."""
+
+    def __init__(self, task: GraphTask) -> None:
+        self.nodes = _ordered_nodes(task)
+        ids = {n: i for i, n in enumerate(self.nodes)}
+        col = self.col = Collector()
+        self.hooks: list[Callable] = []
+        col.const((task.create_graph, task.accumulate, TLS.grad_enabled))
+        self.states, self.plans = {}, {}
+        for node in self.nodes:
+            self.states[node] = visit_node(node, col)
+            col.const(tuple((ids.get(n, -1) if n is not None else -2, s)
+                            for n, s in node.next_edges))
+            self.plans[node] = HookPlan(task.hooks.get(node), col, self.hooks)
+        for (n, slot), idxs in sorted(task.capture_at.items(), key=lambda kv: kv[1]):
+            col.const((ids.get(n, -1), slot, tuple(idxs)))
+        if task.accumulate and task.inputs:
+            for t in task.inputs:
+                col.leaf(t)
+        self.key = tuple(col.key)
+
+
+def _lookup(c: Collected) -> CacheEntry | None:
+    entries = _CACHE.get(c.key)
+    if entries is None:
+        if config.log_enabled("compiled_autograd_verbose"):
+            log.debug("cache miss: %s", _why_new(c.key))
+        return None
+    _CACHE.move_to_end(c.key)
+    for entry in entries:
+        reason = entry.guard_failure(c.col.sizes, c.col.scalars)
+        if reason is None:
+            return entry
+        if config.log_enabled("compiled_autograd_verbose"):
+            log.debug("cache miss: guard failed: %s", reason)
+    return None
+
+
+def _why_new(key: tuple) -> str:
+    best, best_len = None, -1
+    for old in _CACHE:
+        n = next((i for i, (a, b) in enumerate(zip(old, key)) if a != b), min(len(old), len(key)))
+        if n > best_len:
+            best, best_len = old, n
+    if best is None:
+        return "first graph"
+    return (f"key differs at item {best_len}: cached {best[best_len:best_len + 2]!r}, "
+            f"new {key[best_len:best_len + 2]!r}")
+
+
+def _insert(c: Collected, entry: CacheEntry) -> None:
+    entries = _CACHE.setdefault(c.key, [])
+    entries.insert(0, entry)
+    if len(entries) > RECOMPILE_LIMIT:
+        entries.pop()
+        logging.getLogger("autograd_compile").warning(
+            "compiled autograd: more than %d recaptures of one graph (guards keep failing: "
+            "sizes or scalars that were specialised keep changing)", RECOMPILE_LIMIT)
+    if len(_CACHE) > CACHE_SIZE_LIMIT:
+        _CACHE.popitem(last=False)
+        counters["evictions"] += 1
+        logging.getLogger("autograd_compile").warning(
+            "compiled autograd: cache_size_limit (%d graphs) exceeded; evicting the least "
+            "recently used graph", CACHE_SIZE_LIMIT)
+
+
+def run_compiled(task: GraphTask) -> bool:
+    """The engine's hook: run ``task`` compiled; False means "run it eagerly"."""
+    compiler_fn = current_compiler()
+    if compiler_fn is None or engine.STATE.depth > 1 or engine.STATE.anomaly:
+        if compiler_fn is not None:
+            counters["eager_runs"] += 1  # reentrant or anomaly-checked backward: eager
+        return False
+    c = Collected(task)
+    with _LOCK:
+        entry = _lookup(c)
+        if entry is None:
+            entry = AutogradCompilerInstance(compiler_fn).capture(task, c)
+            counters["captures"] += 1
+            _insert(c, entry)
+        else:
+            counters["cache_hits"] += 1
+    col = c.col
+    engine.STATE.create_graph = task.create_graph
+    prev, TLS.grad_enabled = TLS.grad_enabled, task.create_graph
+    try:
+        fn = entry.graph_module if task.create_graph else entry.compiled
+        outs = fn(col.inputs, col.sizes, col.scalars, c.hooks, col.leaves)
+    finally:
+        TLS.grad_enabled = prev
+    if task.inputs is not None:
+        task.captured = list(outs)
+    task.executed = c.nodes
+    return True
+
+
+engine.COMPILED_RUNNER.append(run_compiled)
+
+__all__ = ["enable", "disable", "reset", "counters", "pure_hook", "AutogradCompilerInstance",
+           "current_compiler", "CACHE_SIZE_LIMIT"]

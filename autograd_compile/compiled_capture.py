@@ -1,0 +1,340 @@
+"""Capture: replay the engine's walk on fakes and record one graph.
+
+The :class:`AutogradCompilerInstance` makes the graph's five inputs
+(``inputs, sizes, scalars, hooks, leaves``), turns collected sizes into
+SymInts (duck-sized: equal sizes share a symbol; 0 and 1 are specialised),
+floats into lifted scalars, then runs the engine's own walk with a per-node
+function that applies hooks as ``call_*_hook`` nodes and nodes through their
+own formulas. The result is a GraphModule and the guards under which it is
+valid (a :class:`CacheEntry`).
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import numpy as np
+import sympy
+
+from . import config
+from .autograd import engine
+from .autograd.derivatives import OpNode
+from .autograd.engine import GraphTask, check_hook_result, validate_outputs
+from .autograd.function import BackwardCFunction
+from .autograd.node import AccumulateGrad, GraphRoot, Node, TensorMeta
+from .autograd.saved import UNPACK_OVERRIDE, SavedVariable
+from .compiled_nodes import Collector, visit_node
+from .compiled_runtime import (accumulate_grad, call_post_acc_hook, call_post_hook,
+                               call_pre_hook, call_tensor_pre_hook, retain_grad)
+from .dispatch.keys import TLS
+from .fake import FakeTensor, FakeTensorMode
+from .fx import GraphModule, Proxy
+from .lifted import GUARDS, LiftedScalar
+from .proxy_tensor import ProxyTracer, fetch_tensor_proxy, track_tensor_tree, tracing
+from .symbolic_shapes import ShapeEnv, set_proxy
+from .tensor import Tensor
+
+if TYPE_CHECKING:
+    from .compiled_autograd import Collected
+
+log = config.get_logger("compiled_autograd")
+_PLACEHOLDERS = ("inputs", "sizes", "scalars", "hooks", "leaves")
+
+
+class CacheEntry:
+    """A captured graph, its compiled callable, and when it may be reused."""
+
+    def __init__(self, gm: GraphModule, compiled: Callable, sizes: "SizeGuards",
+                 scalar_guards: list[tuple[int, float]]) -> None:
+        self.graph_module, self.compiled = gm, compiled
+        self.sizes, self.scalar_guards = sizes, scalar_guards
+
+    def guard_failure(self, sizes: list[int], scalars: list[float]) -> str | None:
+        """None if this entry serves these sizes and scalars, else why not."""
+        reason = self.sizes.failure(sizes)
+        if reason is not None:
+            return reason
+        for i, value in self.scalar_guards:
+            if scalars[i] != value:
+                return f"scalars[{i}] was specialised to {value}, now {scalars[i]}"
+        return None
+
+
+class SizeGuards:
+    """Duck sizing plus ShapeEnv guards, checked without sympy on the hot path."""
+
+    def __init__(self, hints: list[int], shape_env: ShapeEnv, reps: list[int],
+                 symbols: list[sympy.Symbol]) -> None:
+        self.n = len(hints)
+        self.rep = np.asarray(reps, dtype=np.int64)  # slot -> representative slot, -1: const
+        self.const_slots = np.flatnonzero(self.rep < 0)
+        self.const_vals = np.asarray(hints, dtype=np.int64)[self.const_slots]
+        self.sym_slots = np.flatnonzero(self.rep >= 0)
+        self.shape_env, self.symbols = shape_env, symbols
+        self.sym_rep = sorted({r for r in reps if r >= 0})  # one slot per symbol, in order
+        self._check = self._compile(shape_env, symbols)
+
+    def _compile(self, env: ShapeEnv, symbols: list[sympy.Symbol]) -> Callable | None:
+        conds = [g.condition for g in env.guards]
+        if not conds:
+            return None
+        return sympy.lambdify(symbols, sympy.And(*conds), modules="math")
+
+    def failure(self, sizes: list[int]) -> str | None:
+        if len(sizes) != self.n:
+            return f"{len(sizes)} sizes, captured with {self.n}"
+        arr = np.asarray(sizes, dtype=np.int64)
+        if self.const_slots.size and not np.array_equal(arr[self.const_slots], self.const_vals):
+            return "a size specialised to 0 or 1 changed"
+        if self.sym_slots.size and not np.array_equal(arr[self.sym_slots],
+                                                      arr[self.rep[self.sym_slots]]):
+            return "sizes that were equal at capture now differ"
+        if self._check is not None:
+            values = [int(arr[r]) for r in self.sym_rep]
+            if not self._check(*values):
+                return self.shape_env.failing_guard(values) or "a size guard failed"
+        return None
+
+
+class Replayer(Collector):
+    """The collect walk again, handing out fakes, SymInts and lifted scalars."""
+
+    def __init__(self, aci: "AutogradCompilerInstance", collected: Collector) -> None:
+        super().__init__()
+        self.aci, self.real = aci, collected
+        self.n_inputs = self.n_sizes = self.n_scalars = 0
+
+    def const(self, value: Any) -> Any:
+        return value
+
+    def _next_sizes(self, n: int) -> list:
+        out = self.aci.sym_sizes[self.n_sizes:self.n_sizes + n]
+        self.n_sizes += n
+        return out
+
+    def tensor(self, t: Tensor) -> FakeTensor:
+        i = self.n_inputs
+        self.n_inputs += 1
+        real = self.real.inputs[i]
+        fake = FakeTensor(tuple(self._next_sizes(len(real.shape))), real.dtype, self.aci.fake_mode)
+        track_tensor_tree(fake, self.aci.input_proxy(i), self.aci.tracer)
+        return fake
+
+    def saved(self, sv: SavedVariable, node: Node) -> FakeTensor:
+        fake = self.tensor(None)
+        UNPACK_OVERRIDE[id(sv)] = fake  # a custom Function's ctx.saved_tensors finds it
+        return fake
+
+    def meta(self, m: TensorMeta) -> TensorMeta:
+        return TensorMeta(tuple(self._next_sizes(len(m.shape))), m.dtype)
+
+    def sizes(self, values: Any) -> Any:
+        if isinstance(values, (list, tuple)):
+            return type(values)(self._next_sizes(len(values)))
+        return self._next_sizes(1)[0]
+
+    def scalar(self, value: float) -> LiftedScalar:
+        i = self.n_scalars
+        self.n_scalars += 1
+        return self.aci.lifted[i]
+
+
+class AutogradCompilerInstance:
+    """Builds one backward graph (see module docstring) and compiles it."""
+
+    def __init__(self, compiler_fn: Callable) -> None:
+        self.compiler_fn = compiler_fn
+        self.shape_env = ShapeEnv()
+        self.fake_mode = FakeTensorMode(self.shape_env)
+        self.tracer = ProxyTracer()
+        self.graph = self.tracer.graph
+        self.sym_sizes: list = []
+        self.lifted: list[LiftedScalar] = []
+        self.scalar_guards: list[tuple[int, float]] = []
+        self._getitems: dict[tuple[str, int], Proxy] = {}
+
+    # -- inputs --------------------------------------------------------------------------
+    def begin_capture(self, inputs: list[Tensor], sizes: list[int], scalars: list[float]
+                      ) -> SizeGuards:
+        """Placeholders, symbolic sizes (duck-sized) and lifted scalars."""
+        self.ph = {n: self.tracer.proxy(self.graph.placeholder(n)) for n in _PLACEHOLDERS}
+        reps, first, symbols = [], {}, []
+        for k, v in enumerate(sizes):
+            if v in (0, 1):
+                self.sym_sizes.append(v)
+                reps.append(-1)
+            elif v in first:
+                self.sym_sizes.append(self.sym_sizes[first[v]])
+                reps.append(first[v])
+            else:
+                first[v] = k
+                sym = self.shape_env.create_symint(v, f"sizes[{k}]")
+                set_proxy(self.tracer, sym, self._item("sizes", k))
+                symbols.append(sym.node.expr)
+                self.sym_sizes.append(sym)
+                reps.append(k)
+        for i, v in enumerate(scalars):
+            s = LiftedScalar(v, index=i)
+            set_proxy(self.tracer, s, self._item("scalars", i))
+            self.lifted.append(s)
+        return SizeGuards(list(sizes), self.shape_env, reps, symbols)
+
+    def _item(self, placeholder: str, i: int) -> Proxy:
+        key = (placeholder, i)
+        if key not in self._getitems:
+            self._getitems[key] = self.ph[placeholder][i]
+        return self._getitems[key]
+
+    def input_proxy(self, i: int) -> Proxy:
+        return self._item("inputs", i)
+
+    # -- hooks and writes as graph nodes -----------------------------------------------
+    def _call(self, fn: Callable, *args: Any) -> Proxy:
+        return self.tracer.create_proxy("call_function", fn, args, {})
+
+    def _fresh(self, like: Tensor, proxy: Proxy) -> FakeTensor:
+        new = FakeTensor(like.shape, like.dtype, self.fake_mode)
+        track_tensor_tree(new, proxy, self.tracer)
+        return new
+
+    def _p(self, t: Tensor | None) -> Any:
+        return None if t is None else fetch_tensor_proxy(self.tracer, t)
+
+    def tensor_pre_hook(self, ref: tuple[str, Any], g: Tensor) -> Tensor:
+        kind, hook = ref
+        if kind == "pure":
+            new = hook(g)
+            if new is None:
+                return g
+            check_hook_result(hook, g, new)
+            return new
+        return self._fresh(g, self._call(call_tensor_pre_hook, self._item("hooks", hook),
+                                         self._p(g)))
+
+    def pre_hook(self, ref: tuple[str, Any], grads: list) -> list:
+        kind, hook = ref
+        if kind == "pure":
+            return engine.run_pre_hooks([hook], grads)
+        proxy = self._call(call_pre_hook, self._item("hooks", hook),
+                           tuple(self._p(g) for g in grads))
+        return [None if g is None else self._fresh(g, proxy[i]) for i, g in enumerate(grads)]
+
+    def post_hook(self, ref: tuple[str, Any], outs: list, grads: list) -> list:
+        kind, hook = ref
+        if kind == "pure":
+            return engine.run_post_hooks([hook], outs, grads)
+        proxy = self._call(call_post_hook, self._item("hooks", hook),
+                           tuple(self._p(g) for g in outs), tuple(self._p(g) for g in grads))
+        return [None if g is None else self._fresh(g, proxy[i]) for i, g in enumerate(outs)]
+
+    def post_acc_grad_hook(self, ref: tuple[str, Any], leaf: int) -> None:
+        self._call(call_post_acc_hook, self._item("hooks", ref[1]), self._item("leaves", leaf))
+
+    def write(self, fn: Callable, leaf: int, g: Tensor) -> None:
+        self._call(fn, self._item("leaves", leaf), self._p(g))
+
+    # -- the walk ------------------------------------------------------------------------
+    def capture_node(self, task: GraphTask, node: Node, grads: list) -> list | None:
+        """The engine's call_node, recording hooks and running formulas on fakes."""
+        if grads and all(g is None for g in grads):
+            return [None] * len(node.next_edges)
+        state, plan = self.collected.states[node], self.collected.plans[node]
+        for slot, ref in plan.tensor_pre:
+            if grads[slot] is not None:
+                grads[slot] = self.tensor_pre_hook(ref, grads[slot])
+        for slot, leaf in plan.retained:
+            if grads[slot] is not None:
+                self.write(retain_grad, leaf, grads[slot])
+        if task.capture_at and engine._capture(task, node, grads, write=self._input_writer()):
+            return None
+        for ref in plan.pre:
+            grads = self.pre_hook(ref, grads)
+        outs = self.apply_node(node, self.replayed[node], grads, plan)
+        for ref in plan.post:
+            outs = self.post_hook(ref, outs, grads)
+        return validate_outputs(node, outs, lambda n: self.replayed[n].metas)
+
+    def _input_writer(self) -> Callable[[Tensor, Tensor], None]:
+        ids = self.collected.col._leaf_ids
+        return lambda t, g: self.write(accumulate_grad, ids[id(t)], g)
+
+    def apply_node(self, node: Node, state: Any, grads: list, plan: Any) -> list:
+        if isinstance(node, AccumulateGrad):
+            if grads[0] is not None:
+                self.write(accumulate_grad, state.extra, grads[0])
+            for ref in plan.post_acc:
+                self.post_acc_grad_hook(ref, state.extra)
+            return []
+        if isinstance(node, OpNode):
+            return node.apply_with(grads, state.args, state.outs, state.metas)
+        if isinstance(node, GraphRoot):
+            return list(state.args)
+        if isinstance(node, BackwardCFunction):
+            with _swapped_attrs(node, state.extra):
+                return node.apply(grads)
+        return node.apply(grads)
+
+    def capture(self, task: GraphTask, collected: "Collected") -> "CacheEntry":
+        """Replay ``task`` into a graph, compile it, return the cache entry."""
+        self.collected = collected
+        col = collected.col
+        size_guards = self.begin_capture(col.inputs, col.sizes, col.scalars)
+        replay = Replayer(self, col)
+        with _capturing(self, collected.nodes) as swap:
+            self.replayed = {n: visit_node(n, replay) for n in collected.nodes}
+            swap(self.replayed)
+            outputs = _run_walk(task, self.capture_node)
+        return self.end_capture(outputs, size_guards)
+
+    def end_capture(self, outputs: list, size_guards: SizeGuards) -> CacheEntry:
+        """Finish the graph, log it, hand it to the compiler."""
+        self.graph.output(tuple(None if o is None else self._p(o).node for o in outputs))
+        self.graph.eliminate_dead_code()
+        gm = GraphModule({}, self.graph, class_name="CompiledAutograd")
+        if config.log_enabled("compiled_autograd"):
+            log.debug("captured graph:\n%s", gm.code)
+        compiled = self.compiler_fn(gm)
+        if not callable(compiled):
+            raise TypeError(f"compiler_fn {getattr(self.compiler_fn, '__name__', '?')} returned "
+                            f"{type(compiled).__name__}, expected a callable")
+        return CacheEntry(gm, compiled, size_guards, list(self.scalar_guards))
+
+
+def _run_walk(task: GraphTask, call: Callable) -> list:
+    deps, captured = dict(task.dependencies), list(task.captured)
+    try:
+        task.captured = [None] * len(task.captured)
+        engine._walk(task, call)
+        return list(task.captured)
+    finally:
+        task.dependencies, task.captured = deps, captured
+
+
+@contextlib.contextmanager
+def _capturing(aci: AutogradCompilerInstance, nodes: list[Node]) -> Iterator[Callable]:
+    """Modes on, grad off, scalar guards collected; node metadata swapped, then restored."""
+    old_meta = {n: n.input_meta for n in nodes}
+
+    def swap(states: dict) -> None:
+        for n, s in states.items():
+            n.input_meta = s.metas
+    prev_grad, prev_sink = TLS.grad_enabled, GUARDS.sink
+    TLS.grad_enabled, GUARDS.sink = False, aci.scalar_guards
+    try:
+        with tracing(aci.tracer, aci.fake_mode):
+            yield swap
+    finally:
+        TLS.grad_enabled, GUARDS.sink = prev_grad, prev_sink
+        for n, m in old_meta.items():
+            n.input_meta = m
+        UNPACK_OVERRIDE.clear()
+
+
+@contextlib.contextmanager
+def _swapped_attrs(node: Any, attrs: dict[str, Any]) -> Iterator[None]:
+    old = {k: vars(node)[k] for k in attrs}
+    vars(node).update(attrs)
+    try:
+        yield
+    finally:
+        vars(node).update(old)

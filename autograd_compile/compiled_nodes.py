@@ -1,0 +1,174 @@
+"""What compiled autograd reads from each node: one visitor walk, two uses.
+
+Each node type has one visit function (looked up in :data:`VISITORS`). It
+reports the node's state through a visitor ``v``:
+
+- ``v.const(x)``   specialised: ``x`` goes into the cache key,
+- ``v.saved(sv)``  a saved tensor: a runtime input (dtype/rank in the key),
+- ``v.tensor(t)``  any other tensor input (root gradients, tensors in args),
+- ``v.meta(m)``    shape/dtype of a tensor: sizes lifted, dtype in the key,
+- ``v.sizes(xs)``  a SymInt[] argument: lifted sizes,
+- ``v.scalar(f)``  a float a binary op or ctx saved: lifted,
+- ``v.leaf(t)``    a tensor whose ``.grad`` the backward writes.
+
+The :class:`Collector` (every backward) returns the real values and builds
+the key; the replayer (capture only) returns fakes, SymInts and lifted
+scalars in the same order. So the key, the runtime inputs and the captured
+graph can never disagree about what is where.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .autograd.derivatives import OpNode
+from .autograd.function import BackwardCFunction
+from .autograd.node import AccumulateGrad, ErrorNode, GraphRoot, Node, TensorMeta
+from .autograd.saved import SavedVariable
+from .tensor import Tensor
+
+_SIZE_TYPES = frozenset({"SymInt", "SymInt[]", "SymInt?", "SymInt[]?"})
+_CTX_INTERNAL = frozenset({"fn_cls", "materialize_grads", "needs_input_grad", "input_meta",
+                           "next_edges", "seq"})
+
+
+class NodeState:
+    """What a visit returned for one node (the capture runs the node on it)."""
+
+    __slots__ = ("args", "outs", "metas", "extra")
+
+    def __init__(self, args: Any = None, outs: Any = None, metas: Any = None,
+                 extra: Any = None) -> None:
+        self.args, self.outs, self.metas, self.extra = args, outs, metas, extra
+
+
+def visit_value(value: Any, v: Any, is_size: bool = False) -> Any:
+    """A non-saved argument: lift tensors, floats and sizes; specialise the rest."""
+    if isinstance(value, Tensor):
+        return v.tensor(value)
+    if type(value) is TensorMeta:
+        return v.meta(value)
+    if is_size and value is not None:
+        return v.sizes(value)
+    if type(value) is float:
+        return v.scalar(value)
+    if type(value) in (list, tuple):
+        v.const((type(value).__name__, len(value)))
+        return type(value)(visit_value(x, v) for x in value)
+    if type(value) is slice:
+        v.const("slice")
+        return slice(*(visit_value(x, v) for x in (value.start, value.stop, value.step)))
+    return v.const(value)
+
+
+def visit_op_node(node: OpNode, v: Any) -> NodeState:
+    v.const((node.op.qualname, node.arg_kinds, node.saved_out is not None))
+    args = []
+    for value, arg in zip(node.saved, node.op.schema.arguments):
+        if type(value) is SavedVariable:
+            args.append(v.saved(value, node))
+        elif type(value) is list and value and type(value[0]) in (SavedVariable, TensorMeta):
+            args.append([v.saved(x, node) if type(x) is SavedVariable else v.meta(x)
+                         for x in value])
+        else:
+            args.append(visit_value(value, v, arg.type in _SIZE_TYPES))
+    outs = [v.saved(s, node) for s in node.saved_out] if node.saved_out is not None else None
+    return NodeState(args, outs)
+
+
+def visit_function_node(node: BackwardCFunction, v: Any) -> NodeState:
+    v.const((node.fn_cls, node.materialize_grads, node._arg_is_tensor, node.needs_input_grad))
+    saved = [None if s is None else v.saved(s, node) for s in getattr(node, "_saved", ())]
+    attrs = {}
+    for name in sorted(k for k in vars(node) if not k.startswith("_") and k not in _CTX_INTERNAL):
+        v.const(name)
+        attrs[name] = visit_value(vars(node)[name], v)
+    return NodeState(saved, extra=attrs)
+
+
+def visit_accumulate(node: AccumulateGrad, v: Any) -> NodeState:
+    t = node.variable
+    v.const((t.dtype, t.grad is not None))
+    return NodeState(extra=v.leaf(t))
+
+
+def visit_root(node: GraphRoot, v: Any) -> NodeState:
+    v.const(len(node.grads))
+    return NodeState([v.tensor(g) for g in node.grads])
+
+
+def visit_error(node: ErrorNode, v: Any) -> NodeState:
+    return NodeState(extra=v.const(node.message))
+
+
+VISITORS: dict[type, Callable[[Any, Any], NodeState]] = {
+    OpNode: visit_op_node, BackwardCFunction: visit_function_node,
+    AccumulateGrad: visit_accumulate, GraphRoot: visit_root, ErrorNode: visit_error,
+}
+
+
+def visit_node(node: Node, v: Any) -> NodeState:
+    """Key material and lifted values of one node (type, state, output metadata)."""
+    fn = VISITORS.get(type(node))
+    if fn is None:
+        raise NotImplementedError(f"compiled autograd cannot capture node type "
+                                  f"{type(node).__name__}; add a visitor to VISITORS")
+    v.const(type(node))
+    state = fn(node, v)
+    state.metas = [v.meta(m) for m in node.input_meta]
+    return state
+
+
+class Collector:
+    """Builds the cache key and gathers runtime inputs (runs on every backward)."""
+
+    def __init__(self) -> None:
+        self.key: list = []
+        self.inputs: list[Tensor] = []
+        self.sizes: list[int] = []
+        self.scalars: list[float] = []
+        self.leaves: list[Tensor] = []
+        self._leaf_ids: dict[int, int] = {}
+
+    def const(self, value: Any) -> Any:
+        try:
+            hash(value)
+            self.key.append(value)
+        except TypeError:
+            self.key.append(("unhashable", type(value), id(value)))
+        return value
+
+    def saved(self, sv: SavedVariable, node: Node) -> Tensor:
+        return self.tensor(sv.unpack(node))
+
+    def tensor(self, t: Tensor) -> Tensor:
+        self.key.append(("T", t.dtype, len(t.shape), t.requires_grad))
+        self.sizes.extend(t.shape)
+        self.inputs.append(t)
+        return t
+
+    def meta(self, m: TensorMeta) -> TensorMeta:
+        self.key.append(("M", m.dtype, len(m.shape)))
+        self.sizes.extend(m.shape)
+        return m
+
+    def sizes(self, values: Any) -> Any:
+        if isinstance(values, (list, tuple)):
+            self.key.append(("Z", len(values)))
+            self.sizes.extend(int(x) for x in values)
+        else:
+            self.key.append("z")
+            self.sizes.append(int(values))
+        return values
+
+    def scalar(self, value: float) -> float:
+        self.key.append("S")
+        self.scalars.append(value)
+        return value
+
+    def leaf(self, t: Tensor) -> int:
+        idx = self._leaf_ids.get(id(t))
+        if idx is None:
+            idx = self._leaf_ids[id(t)] = len(self.leaves)
+            self.leaves.append(t)
+        self.key.append(("L", idx))
+        return idx
