@@ -34,7 +34,7 @@ from .autograd import engine
 from .autograd.engine import GraphTask, NodeHooks
 from .autograd.node import Node
 from .compiled_capture import AutogradCompilerInstance, CacheEntry
-from .compiled_nodes import Collector, visit_node
+from .compiled_nodes import Collector, memo_of, visit_node
 from .dispatch.keys import TLS
 
 log = config.get_logger("compiled_autograd")
@@ -166,6 +166,9 @@ class HookPlan:
         self.post_acc = [ref(fn) for fn in h.post_acc]
 
 
+NO_PLAN = HookPlan(None, Collector(), [])
+
+
 def _closure_key(fn: Callable) -> tuple:
     cells = getattr(fn, "__closure__", None) or ()
     values = []
@@ -184,12 +187,18 @@ class Collected:
         col = self.col = Collector()
         self.hooks: list[Callable] = []
         col.const((task.create_graph, task.accumulate, TLS.grad_enabled))
-        self.states, self.plans = {}, {}
+        self.plans = {}
+        hooks = task.hooks
         for node in self.nodes:
-            self.states[node] = visit_node(node, col)
-            col.const(tuple((ids.get(n, -1) if n is not None else -2, s)
-                            for n, s in node.next_edges))
-            self.plans[node] = HookPlan(task.hooks.get(node), col, self.hooks)
+            memo = memo_of(node)
+            if memo is not None:
+                col.replay_memo(memo, node)
+            else:
+                visit_node(node, col)
+            col.key.append(tuple([ids.get(n, -1) if n is not None else -2 for n, _ in
+                                  node.next_edges]))
+            h = hooks.get(node)
+            self.plans[node] = HookPlan(h, col, self.hooks) if h else NO_PLAN
         for (n, slot), idxs in sorted(task.capture_at.items(), key=lambda kv: kv[1]):
             col.const((ids.get(n, -1), slot, tuple(idxs)))
         if task.accumulate and task.inputs:

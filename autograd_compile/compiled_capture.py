@@ -238,7 +238,7 @@ class AutogradCompilerInstance:
         """The engine's call_node, recording hooks and running formulas on fakes."""
         if grads and all(g is None for g in grads):
             return [None] * len(node.next_edges)
-        state, plan = self.collected.states[node], self.collected.plans[node]
+        plan = self.collected.plans[node]
         for slot, ref in plan.tensor_pre:
             if grads[slot] is not None:
                 grads[slot] = self.tensor_pre_hook(ref, grads[slot])

@@ -118,6 +118,89 @@ def visit_node(node: Node, v: Any) -> NodeState:
     return state
 
 
+class NodeMemo:
+    """A node's visit, recorded once: an op node's key material, sizes and saved
+    tensors never change after it is created, so later backwards only replay it."""
+
+    __slots__ = ("key", "sizes", "scalars", "saved", "state")
+
+    def __init__(self) -> None:
+        self.key: list = []
+        self.sizes: list[int] = []
+        self.scalars: list[float] = []
+        self.saved: list[SavedVariable] = []
+        self.state: NodeState | None = None
+
+
+class _Recorder:
+    """A visitor that fills a NodeMemo (only op nodes: no leaves, no loose tensors)."""
+
+    def __init__(self, memo: NodeMemo) -> None:
+        self.m = memo
+
+    def const(self, value: Any) -> Any:
+        self.m.key.append(_hashable(value))
+        return value
+
+    def saved(self, sv: SavedVariable, node: Node) -> Any:
+        t = sv.unpack(node)
+        self.m.key.append(("T", t.dtype, len(t.shape), t.requires_grad))
+        self.m.sizes.extend(t.shape)
+        self.m.saved.append(sv)
+        return t
+
+    def tensor(self, t: Tensor) -> Tensor:
+        raise _NotMemoizable
+
+    def meta(self, m: TensorMeta) -> TensorMeta:
+        self.m.key.append(("M", m.dtype, len(m.shape)))
+        self.m.sizes.extend(m.shape)
+        return m
+
+    def sizes(self, values: Any) -> Any:
+        if isinstance(values, (list, tuple)):
+            self.m.key.append(("Z", len(values)))
+            self.m.sizes.extend(int(x) for x in values)
+        else:
+            self.m.key.append("z")
+            self.m.sizes.append(int(values))
+        return values
+
+    def scalar(self, value: float) -> float:
+        self.m.key.append("S")
+        self.m.scalars.append(value)
+        return value
+
+    def leaf(self, t: Tensor) -> int:
+        raise _NotMemoizable
+
+
+class _NotMemoizable(Exception):
+    pass
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return ("unhashable", type(value), id(value))
+
+
+def memo_of(node: Node) -> NodeMemo | None:
+    """The node's recorded visit (made on first use); None if it must be visited live."""
+    memo = node._ca_memo
+    if memo is None and type(node) is OpNode:
+        memo = NodeMemo()
+        try:
+            memo.state = visit_node(node, _Recorder(memo))
+            memo.key = tuple(memo.key)
+        except _NotMemoizable:
+            memo = False
+        node._ca_memo = memo
+    return memo or None
+
+
 class Collector:
     """Builds the cache key and gathers runtime inputs (runs on every backward)."""
 
@@ -130,12 +213,15 @@ class Collector:
         self._leaf_ids: dict[int, int] = {}
 
     def const(self, value: Any) -> Any:
-        try:
-            hash(value)
-            self.key.append(value)
-        except TypeError:
-            self.key.append(("unhashable", type(value), id(value)))
+        self.key.append(_hashable(value))
         return value
+
+    def replay_memo(self, memo: NodeMemo, node: Node) -> None:
+        """Add a memoised node: its key as one item, its sizes and saved tensors."""
+        self.key.append(memo.key)
+        self.sizes.extend(memo.sizes)
+        self.scalars.extend(memo.scalars)
+        self.inputs.extend(sv.unpack(node) for sv in memo.saved)
 
     def saved(self, sv: SavedVariable, node: Node) -> Tensor:
         return self.tensor(sv.unpack(node))

@@ -5,6 +5,7 @@
 - ``ACG_DEBUG``: ``1`` adds extra context to errors.
 - ``ACG_CHECK``: ``1`` runs IR checkers (``Graph.lint()``,
   ``dispatcher.check_invariants``) after every pass and registration.
+- ``ACG_SLOW``: ``1`` turns on the long fuzzing and soak tests (``make test-slow``).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ def _flag(name: str) -> bool:
 
 DEBUG: bool = _flag("ACG_DEBUG")
 CHECK: bool = _flag("ACG_CHECK")
+SLOW: bool = _flag("ACG_SLOW")
 LOGS: frozenset[str] = frozenset(
     s.strip() for s in os.environ.get("ACG_LOGS", "").split(",") if s.strip()
 )

@@ -289,10 +289,15 @@ class Once(acg.autograd.Function):
 
 def test_once_differentiable():
     x = leaf()
-    (g,) = acg.autograd.grad(Once.apply(x).sum(), x, create_graph=True)
+    y = Once.apply(x)
+    seed = acg.ones(3, dtype=acg.float64, requires_grad=True)  # a grad that itself needs grad
+    (g,) = acg.autograd.grad(y, x, grad_outputs=seed, create_graph=True)
     assert_close(g, np.exp(XS))
     with pytest.raises(RuntimeError, match="once_differentiable"):
         g.sum().backward()
+    # with a plain seed (as PyTorch) the result simply has no history
+    (g2,) = acg.autograd.grad(Once.apply(x).sum(), x, create_graph=True)
+    assert not g2.requires_grad
 
 
 def test_function_wrong_gradient_count():

@@ -245,3 +245,16 @@ def test_ops_namespace_overloads():
     assert acg.ops.acg.mul.Tensor is DISPATCHER.ops["acg::mul.Tensor"]
     with pytest.raises(AttributeError):
         acg.ops.acg.mul.nope
+
+
+def test_composite_serves_backend_with_tensors_under_no_grad():
+    """Regression: a composite filling the Backend slot was called with jax arrays."""
+    ns = fresh_ns()
+    lib = Library(ns, "DEF")
+    lib.define("twice_plus(Tensor x) -> Tensor")
+    seen = []
+    lib.impl("twice_plus", lambda x: seen.append(type(x)) or x * 2 + 1, "CompositeImplicitAutograd")
+    with acg.no_grad():
+        out = DISPATCHER.ops[f"{ns}::twice_plus"](acg.tensor([1.0, 2.0]))
+    assert out.tolist() == [3.0, 5.0] and seen == [acg.Tensor]
+    lib.remove_all()

@@ -52,7 +52,7 @@ class Node:
     """Base of every backward function in the autograd graph."""
 
     __slots__ = ("next_edges", "seq", "input_meta", "_pre_hooks", "_post_hooks",
-                 "_tensor_hooks", "_retained", "__weakref__")
+                 "_tensor_hooks", "_retained", "_ca_memo", "__weakref__")
 
     def __init__(self, next_edges: Sequence[Edge] = (), seq: int | None = None) -> None:
         self.next_edges = tuple(next_edges)
@@ -62,6 +62,7 @@ class Node:
         self._post_hooks: HookDict | None = None
         self._tensor_hooks: dict[int, HookDict] | None = None
         self._retained: dict[int, weakref.ref] | None = None
+        self._ca_memo = None  # compiled autograd's cached visit of this node
 
     def name(self) -> str:
         return type(self).__name__

@@ -212,7 +212,11 @@ class Dispatcher:
 
     def _compute_entry(self, op: OpOverload, key: DispatchKey) -> Callable | None:
         source = self._entry_source(op, key)
-        return None if source is None else _adapt(key, source[1])
+        if source is None:
+            return None
+        # only a kernel registered for Backend itself takes jax arrays; a composite
+        # filling the Backend slot is written in ops and takes Tensors
+        return _adapt(key if source[0] == "kernel" else None, source[1])
 
     def _entry_source(self, op: OpOverload, key: DispatchKey) -> tuple[str, Kernel] | None:
         """Which registration fills ``key``: ('kernel'|'composite'|'fallback', Kernel)."""
@@ -281,7 +285,7 @@ class _Entry:
         return self.call(op, args, kwargs)
 
 
-def _adapt(key: DispatchKey, kernel: Kernel) -> _Entry:
+def _adapt(key: DispatchKey | None, kernel: Kernel) -> _Entry:
     """Kernels registered with impl() take (*args, **kwargs); fallbacks take
     (op, args, kwargs); Backend kernels take jax arrays and go through the adapter."""
     fn = kernel.fn
