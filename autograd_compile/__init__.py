@@ -26,6 +26,6 @@ from .kernels.api import install_tensor_methods as _install  # noqa: E402
 
 _install(Tensor)
 
-# from . import nn, optim  # noqa: E402  (restored when nn.functional lands)
+from . import nn, optim  # noqa: E402
 from . import backends, compiled_autograd  # noqa: E402
 from .proxy_tensor import make_fx  # noqa: E402

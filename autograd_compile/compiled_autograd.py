@@ -151,19 +151,22 @@ class HookPlan:
     __slots__ = ("tensor_pre", "retained", "pre", "post", "post_acc")
 
     def __init__(self, hooks: NodeHooks | None, col: Collector, hook_list: list) -> None:
-        def ref(h: Callable) -> tuple[str, Any]:
+        def ref(kind: str, h: Callable) -> tuple[str, Any]:
             if getattr(h, "_acg_pure", False):
-                col.const(("P", h.__code__, _closure_key(h)))
+                col.const((kind, "pure", h.__code__, _closure_key(h)))
                 return ("pure", h)
-            col.const("H")
+            col.const(kind)  # the kind matters: one pre-hook is not one post-hook
             hook_list.append(h)
             return ("opaque", len(hook_list) - 1)
         h = hooks or engine.NO_HOOKS
-        self.tensor_pre = [(col.const(slot), ref(fn)) for slot, fn in h.tensor_pre]
-        self.retained = [(col.const(slot), col.leaf(t)) for slot, t in h.retained]
-        self.pre = [ref(fn) for fn in h.pre]
-        self.post = [ref(fn) for fn in h.post]
-        self.post_acc = [ref(fn) for fn in h.post_acc]
+        self.tensor_pre = [(col.const(slot), ref("tensor_pre", fn)) for slot, fn in h.tensor_pre]
+        self.retained = []
+        for slot, t in h.retained:
+            col.const(("retain", slot))
+            self.retained.append((slot, col.leaf(t)))
+        self.pre = [ref("pre", fn) for fn in h.pre]
+        self.post = [ref("post", fn) for fn in h.post]
+        self.post_acc = [ref("post_acc", fn) for fn in h.post_acc]
 
 
 NO_PLAN = HookPlan(None, Collector(), [])

@@ -138,6 +138,9 @@ class Replayer(Collector):
         self.n_scalars += 1
         return self.aci.lifted[i]
 
+    def leaf(self, t: Tensor) -> int:
+        return self.real._leaf_ids[id(t)]  # the collector's numbering (hook plans add leaves)
+
 
 class AutogradCompilerInstance:
     """Builds one backward graph (see module docstring) and compiles it."""
@@ -252,6 +255,10 @@ class AutogradCompilerInstance:
         outs = self.apply_node(node, self.replayed[node], grads, plan)
         for ref in plan.post:
             outs = self.post_hook(ref, outs, grads)
+        # gradients for nodes this backward does not run (backward(inputs=)) are dropped
+        outs = [None if n is not None and n not in self.replayed else g
+                for (n, _), g in zip(node.next_edges, outs)] \
+            if len(outs) == len(node.next_edges) else outs
         return validate_outputs(node, outs, lambda n: self.replayed[n].metas)
 
     def _input_writer(self) -> Callable[[Tensor, Tensor], None]:

@@ -143,6 +143,8 @@ class _Recorder:
         return value
 
     def saved(self, sv: SavedVariable, node: Node) -> Any:
+        if sv.unpack_hook is not None:
+            raise _NotMemoizable  # a user unpack hook must run once per backward, not twice
         t = sv.unpack(node)
         self.m.key.append(("T", t.dtype, len(t.shape), t.requires_grad))
         self.m.sizes.extend(t.shape)

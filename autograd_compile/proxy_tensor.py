@@ -23,6 +23,7 @@ import contextlib
 import itertools
 from typing import Any, Callable, Iterator
 
+from .autograd.saved import output_aliases
 from .dispatch.dispatcher import OpOverload
 from .fake import FakeTensor, FakeTensorMode
 from .fx import Graph, GraphModule, Proxy, Tracer
@@ -61,6 +62,9 @@ def track_tensor_tree(value: Any, proxy: Proxy, tracer: ProxyTracer) -> None:
     """Associate each tensor in ``value`` (a tensor or tuple) with its proxy."""
     if isinstance(value, Tensor):
         tracer.tensor_proxies[value] = proxy
+        if value.grad_fn is not None:  # what backward will unpack if `value` dies first
+            for alias in output_aliases(value):
+                tracer.tensor_proxies[alias] = proxy
         proxy.node.meta["val"] = value
         _track_sizes(value, proxy, tracer)
     elif isinstance(value, (tuple, list)):
@@ -101,6 +105,20 @@ def _to_proxy_arg(tracer: ProxyTracer, value: Any) -> Any:
     return value
 
 
+_DEFAULTS: dict[OpOverload, dict[str, Any]] = {}
+
+
+def _defaults(op: OpOverload) -> dict[str, Any]:
+    d = _DEFAULTS.get(op)
+    if d is None:
+        d = _DEFAULTS[op] = {a.name: a.default for a in op.schema.arguments if a.has_default}
+    return d
+
+
+def _same_constant(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b if not isinstance(b, Tensor) else False
+
+
 class ProxyDispatchMode(DispatchMode):
     """Record each op as a node; the op itself runs below (fake or real)."""
 
@@ -112,7 +130,9 @@ class ProxyDispatchMode(DispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         p_args = _to_proxy_arg(self.tracer, args)
-        p_kwargs = {k: _to_proxy_arg(self.tracer, v) for k, v in kwargs.items()}
+        defaults = _defaults(func)  # omitted when equal to the schema's: the graph reads cleaner
+        p_kwargs = {k: _to_proxy_arg(self.tracer, v) for k, v in kwargs.items()
+                    if not (k in defaults and _same_constant(defaults[k], v))}
         proxy = self.tracer.create_proxy("call_function", func, p_args, p_kwargs)
         track_tensor_tree(out, proxy, self.tracer)
         return out

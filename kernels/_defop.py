@@ -7,8 +7,9 @@ its shape rules, autograd its derivatives); :func:`defop` fills all of them::
                 shape=same_shape,
                 backward=lambda g, x, out: g * out, save=("out",))
 
-Helpers for the recurring shapes (:func:`unary`, :func:`binary`, ...) keep
-most ops to one line.
+Helpers for the recurring shapes (:func:`unary`, :func:`binary`, :func:`inplace`)
+keep most ops to a line or two. Backward formulas are written in our own ops
+(Tensor methods), never jnp, so they are traced, compiled and differentiable again.
 """
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ from autograd_compile.autograd.derivatives import alias_for_inplace, register_de
 from autograd_compile.dispatch import COMPOSITE, DISPATCHER, Library, OpOverload, parse_schema
 from autograd_compile.fake import TensorMeta, register_shape_rule
 
+from ._jit import jitted
+from ._dtypes import BOOL, can_cast, cast, is_float, result_type, to_float
+from ._shapes import broadcast_shapes, is_tensor_like, shape_of
+
 LIB = Library("acg", "DEF")
 NONDIFF = object()  # backward=NONDIFF: outputs never require grad (comparisons, argmax)
 _UNSET = object()
@@ -25,7 +30,9 @@ _UNSET = object()
 
 def defop(schema: str, jax: Callable | None = None, *, shape: Callable | None = None,
           backward: Any = _UNSET, save: Iterable[str] | None = None,
-          composite: Callable | None = None) -> OpOverload:
+          composite: Callable | None = None, check: bool = False, jit: bool = True,
+          static: Iterable[str] = (), dynamic: Iterable[str] = (),
+          pre: Callable | None = None) -> OpOverload:
     """Define op ``acg::<name>`` and register every rule given; returns the op.
 
     jax:       kernel on jax arrays (Tensor args arrive as arrays)
@@ -33,6 +40,10 @@ def defop(schema: str, jax: Callable | None = None, *, shape: Callable | None = 
     backward:  fn(grad, *args, out) -> one grad per Tensor arg; NONDIFF; unset: missing
     save:      names of args (and "out") the formula reads; others arrive as TensorMeta
     composite: a kernel written in other ops (CompositeImplicitAutograd) instead of jax
+    check:     run the shape rule before the kernel too (for errors jax would not raise,
+               e.g. a dtype mismatch it would silently promote)
+    jit:       run the kernel as one jax.jit program (see _jit.py); static/dynamic/pre
+               adjust which arguments are traced and add an eager check
     """
     parsed = parse_schema(schema, default_namespace="acg")
     name = parsed.qualified_name.split("::")[1]
@@ -41,7 +52,8 @@ def defop(schema: str, jax: Callable | None = None, *, shape: Callable | None = 
     if composite is not None:
         LIB.impl(name, composite, COMPOSITE)
     if jax is not None:
-        LIB.impl(name, jax, "Backend")
+        kernel = jitted(jax, parsed, static, dynamic, pre) if jit else jax
+        LIB.impl(name, _diagnosed(kernel, jax, shape, check, name), "Backend")
     if shape is not None:
         register_shape_rule(op, shape)
     if backward is NONDIFF:
@@ -51,18 +63,51 @@ def defop(schema: str, jax: Callable | None = None, *, shape: Callable | None = 
     return op
 
 
+def _diagnosed(kernel: Callable, raw: Callable, rule: Callable | None, check: bool,
+               name: str) -> Callable:
+    """The kernel, with the shape rule explaining a failure in PyTorch's words
+    ("The size of tensor a (3) must match ...") instead of only jax's."""
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if check and rule is not None:
+            rule(*args, **kwargs)
+        try:
+            return kernel(*args, **kwargs)
+        except Exception:
+            _explain(rule, args, kwargs)
+            raise
+    run.__name__ = run.__qualname__ = f"{name}_kernel"
+    run.__wrapped__ = raw  # the JAX backend may trace the raw kernel into its own program
+    return run
+
+
+def _explain(rule: Callable | None, args: tuple, kwargs: dict) -> None:
+    """Re-run the shape rule on inputs the kernel failed on: its RuntimeError wins."""
+    if rule is None:
+        return
+    try:
+        rule(*args, **kwargs)
+    except RuntimeError:
+        raise
+    except Exception:  # the rule cannot judge these inputs either: keep jax's error
+        return
+
+
 def inplace(name: str, functional: OpOverload) -> OpOverload:
     """``x.add_(y)`` as ``x.copy_(add(x, y))``: one in-place primitive (copy_) to get right."""
     schema = str(functional.schema).split("::", 1)[1]
     head, _, rest = schema.partition("(")
-    base, _, overload = head.partition(".")
+    _, _, overload = head.partition(".")
     assert rest.startswith("Tensor self"), f"{functional}: in-place needs 'Tensor self' first"
     new_head = f"{name}.{overload}" if overload else name
     new_schema = f"{new_head}(Tensor(a!) self{rest[len('Tensor self'):]}".rsplit("->", 1)[0]
-    copy_ = DISPATCHER.ops["acg::copy_"]
 
     def kernel(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return copy_(self, functional(alias_for_inplace(self), *args, **kwargs))
+        copy_ = DISPATCHER.ops["acg::copy_"]  # looked up late: shape.py defines it
+        new = functional(alias_for_inplace(self), *args, **kwargs)
+        if not can_cast(new.dtype, self.dtype):
+            raise RuntimeError(f"{name}: result type {new.dtype} can't be cast to the desired "
+                               f"output type {self.dtype}")
+        return copy_(self, new)
     kernel.__name__ = kernel.__qualname__ = f"{name}_as_copy"
     return defop(new_schema + "-> Tensor(a!)", composite=kernel)
 
@@ -72,3 +117,54 @@ def inplace(name: str, functional: OpOverload) -> OpOverload:
 def same_shape(x: Any, *args: Any, **kwargs: Any) -> TensorMeta:
     """Elementwise unary: output like the first input."""
     return TensorMeta(tuple(x.shape), x.dtype)
+
+
+def float_like(x: Any, *args: Any, **kwargs: Any) -> TensorMeta:
+    """Elementwise unary computed in floating point (integer inputs give float32)."""
+    return TensorMeta(tuple(x.shape), to_float(x.dtype))
+
+
+# -- op builders ------------------------------------------------------------------------
+
+def unary(name: str, fn: Callable, backward: Any = _UNSET, save: Iterable[str] = ("self",),
+          *, floating: bool = True) -> OpOverload:
+    """``name(Tensor self) -> Tensor``; ``floating``: integer inputs compute in float32."""
+    kernel = (lambda x: fn(cast(x, to_float(x.dtype)))) if floating else fn
+    return defop(f"{name}(Tensor self) -> Tensor", kernel,
+                 shape=float_like if floating else same_shape, backward=backward, save=save)
+
+
+def binary(name: str, fn: Callable, backward: Any = _UNSET, save: Iterable[str] | None = None,
+           *, out: str = "promote", extra: str = "", other: str = "other") -> OpOverload:
+    """``name(Tensor self, Tensor other<extra>) -> Tensor`` with broadcasting and PyTorch
+    promotion; either side may be a Python scalar. ``out``: "promote" (the common dtype),
+    "float" (true division: integers give float32) or "bool" (comparisons)."""
+    def kernel(x: Any, y: Any, *rest: Any, **kw: Any) -> Any:
+        dtype = result_type(x, y)
+        if out == "float":
+            dtype = to_float(dtype)
+        return fn(cast(x, dtype), cast(y, dtype), *rest, **kw)
+
+    def rule(x: Any, y: Any, *rest: Any, **kw: Any) -> TensorMeta:
+        dtype = result_type(x, y)
+        dtype = BOOL if out == "bool" else to_float(dtype) if out == "float" else dtype
+        return TensorMeta(broadcast_shapes(shape_of(x), shape_of(y)), dtype)
+    return defop(f"{name}(Tensor self, Tensor {other}{extra}) -> Tensor", kernel, shape=rule,
+                 backward=backward, save=save)
+
+
+# -- pieces of backward formulas ----------------------------------------------------------
+
+def reduce_grad(g: Any, like: Any) -> Any:
+    """``g`` summed to ``like``'s shape (undoing broadcasting) and cast to its dtype;
+    None for a Python scalar or a non-float input (they get no gradient)."""
+    if g is None or not is_tensor_like(like) or not is_float(like.dtype):
+        return None
+    if tuple(g.shape) != tuple(like.shape):
+        g = g.sum_to_size(like.shape)
+    return g.to(like.dtype) if g.dtype != like.dtype else g
+
+
+def scaled(g: Any, alpha: Any) -> Any:
+    """``g * alpha``, skipping the multiply for a literal 1 (a lifted scalar always multiplies)."""
+    return g if type(alpha) in (int, float) and alpha == 1 else g * alpha

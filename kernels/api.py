@@ -1,45 +1,674 @@
-"""Python surface over the ops: Tensor methods and acg.* functions (bootstrap)."""
+"""The Python surface over the ops: ``acg.*`` functions and Tensor methods, with PyTorch's
+names and signatures. Each function normalises its arguments (``*size`` or a sequence,
+``dim`` as an int or a tuple, Python scalars) and calls one op, or a few.
+
+>>> import autograd_compile as acg
+>>> x = acg.tensor([[1.0, -2.0], [3.0, 4.0]], requires_grad=True)
+>>> y = (x.relu() * 2 + 1).sum(dim=1)
+>>> y.tolist(), y.grad_fn.name()
+([4.0, 16.0], 'SumBackward0')
+
+Note: this module defines ``sum``, ``max``, ``min``, ``abs``, ``round``, ``pow``, ``all``,
+``any`` and the dtype ``bool``; internal code here spells the builtins ``builtins.<name>``.
+"""
 from __future__ import annotations
 
+import builtins
+import math
+import numbers
+import operator
+from typing import Any, Callable, NamedTuple, Sequence
+
+import jax
 import jax.numpy as jnp
+import numpy as np
 
-from autograd_compile.tensor import Tensor, _make
-from . import core
+from autograd_compile.dispatch.keys import TLS
+from autograd_compile.symbolic_shapes import SymFloat, SymInt
+from autograd_compile.tensor import Tensor
 
+from . import elementwise as E
+from . import factories as F
+from . import indexing as I
+from . import linalg as L
+from . import nn as N
+from . import reductions as R
+from . import shape as S
+from ._dtypes import DEFAULT_FLOAT, DEFAULT_INT, as_dtype, is_float, result_type
+from ._shapes import numel as _numel
+from ._shapes import wrap_dim
 
-def _t(v, like=None):
-    return v
-
-
-def install_tensor_methods(cls: type) -> None:
-    cls.__add__ = lambda s, o: core.add(s, o)
-    cls.__radd__ = lambda s, o: core.add(s, o)
-    cls.__mul__ = lambda s, o: core.mul(s, o)
-    cls.__rmul__ = lambda s, o: core.mul(s, o)
-    cls.__neg__ = lambda s: core.neg(s)
-    cls.sin = lambda s: core.sin(s)
-    cls.cos = lambda s: core.cos(s)
-    cls.exp = lambda s: core.exp(s)
-    cls.sum = lambda s: core.sum_(s)
-    cls.expand = lambda s, *size: core.expand(s, list(size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size))
-    cls.sum_to_size = lambda s, size: core.sum_to_size(s, list(size))
-    cls.to = lambda s, dtype: core.to(s, dtype)
-    cls.add_ = lambda s, o: core.add_(s, o)
-    cls.mul_ = lambda s, o: core.mul_(s, o)
-    cls.copy_ = lambda s, o: core.copy_(s, o)
-    cls.__eq__ = lambda s, o: core.eq(s, o)
+_Dim = int | Sequence[int] | None
 
 
-def tensor(data, dtype=None, requires_grad=False):
-    arr = jnp.asarray(data, dtype=dtype if dtype is not None else (jnp.float32 if jnp.issubdtype(jnp.asarray(data).dtype, jnp.floating) else None))
-    return Tensor(arr, requires_grad=requires_grad)
+# -- argument helpers ---------------------------------------------------------------------------
+def _sizes(size: tuple) -> list:
+    """``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` all mean sizes [2, 3]."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    return [s if isinstance(s, SymInt) else operator.index(s) for s in size]
 
 
-def ones(*size, dtype=None, requires_grad=False):
-    size = list(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else list(size)
-    return core.ones(size, dtype=dtype).requires_grad_(requires_grad)
+def _dims(dim: _Dim) -> list[int] | None:
+    return None if dim is None else [dim] if isinstance(dim, int) else list(dim)
 
 
-def zeros(*size, dtype=None, requires_grad=False):
-    size = list(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else list(size)
-    return core.zeros(size, dtype=dtype).requires_grad_(requires_grad)
+def _leaf(t: Tensor, requires_grad: bool) -> Tensor:
+    return t.requires_grad_() if requires_grad else t
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (numbers.Number, SymInt, SymFloat)) and not isinstance(v, Tensor)
+
+
+def _operand(v: Any) -> Any:
+    """A Tensor or Python number as is; numpy/jax arrays become tensors; else None."""
+    if isinstance(v, Tensor) or _is_number(v):
+        return v
+    if isinstance(v, (np.ndarray, jax.Array)):
+        return tensor(v)
+    return None
+
+
+# -- creation --------------------------------------------------------------------------------
+def _plain_dtype(a: np.ndarray) -> np.dtype:
+    """Python data: floats become float32 (the default), ints int64, bools bool."""
+    return DEFAULT_FLOAT if a.dtype.kind == "f" else DEFAULT_INT if a.dtype.kind in "iu" \
+        else a.dtype
+
+
+def _array(data: Any, dtype: Any) -> jax.Array:
+    if isinstance(data, Tensor):
+        return data.__jax_array__() if dtype is None else data.__jax_array__().astype(dtype)
+    if isinstance(data, (jax.Array, np.ndarray, np.generic)):
+        return jnp.asarray(data, dtype)
+    a = np.asarray(data)
+    return jnp.asarray(a, dtype if dtype is not None else _plain_dtype(a))
+
+
+def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
+           ) -> Tensor:
+    """A new leaf tensor from nested lists, numbers, numpy/jax arrays or tensors.
+
+    >>> import autograd_compile as acg
+    >>> acg.tensor([1, 2]).dtype, acg.tensor([1.5]).dtype, acg.tensor(True).dtype
+    (dtype('int64'), dtype('float32'), dtype('bool'))
+    """
+    t = Tensor(_array(data, as_dtype(dtype)))
+    if TLS.mode_stack:  # under a mode (fake, tracing) a constant enters through an op
+        t = F.lift_fresh(t)
+    return _leaf(t, requires_grad)
+
+
+as_tensor = tensor
+
+
+def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
+          ) -> Tensor:
+    """Zeros of the given size (``zeros(2, 3)`` or ``zeros((2, 3))``), float32 by default."""
+    return _leaf(F.zeros(_sizes(size), dtype=as_dtype(dtype)), requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
+         ) -> Tensor:
+    """Ones of the given size, float32 by default."""
+    return _leaf(F.ones(_sizes(size), dtype=as_dtype(dtype)), requires_grad)
+
+
+empty = zeros
+
+
+def full(size: Sequence[Any], fill_value: Any, *, dtype: Any = None, requires_grad: bool = False,
+         device: Any = None) -> Tensor:
+    """``size`` filled with ``fill_value`` (dtype from the value: float32, int64 or bool)."""
+    return _leaf(F.full(_sizes((size,)), fill_value, dtype=as_dtype(dtype)), requires_grad)
+
+
+def zeros_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False,
+               device: Any = None) -> Tensor:
+    return _leaf(F.zeros_like(input, dtype=as_dtype(dtype)), requires_grad)
+
+
+def ones_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False,
+              device: Any = None) -> Tensor:
+    return _leaf(F.ones_like(input, dtype=as_dtype(dtype)), requires_grad)
+
+
+empty_like = zeros_like
+
+
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False,
+              device: Any = None) -> Tensor:
+    return _leaf(F.full_like(input, fill_value, dtype=as_dtype(dtype)), requires_grad)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
+           requires_grad: bool = False, device: Any = None) -> Tensor:
+    """``arange(end)`` or ``arange(start, end, step)``; int64 for ints, float32 otherwise."""
+    start, end = (0, start) if end is None else (start, end)
+    return _leaf(F.arange(start, end, step, dtype=as_dtype(dtype)), requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool = False,
+        device: Any = None) -> Tensor:
+    return _leaf(F.eye(n, m, dtype=as_dtype(dtype)), requires_grad)
+
+
+def manual_seed(seed: int) -> F.Generator:
+    """Reset the global random state: random factories after it are reproducible."""
+    return F.default_generator.manual_seed(seed)
+
+
+def initial_seed() -> int:
+    return F.default_generator.initial_seed()
+
+
+def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
+         ) -> Tensor:
+    """Uniform samples in [0, 1).
+
+    >>> import autograd_compile as acg
+    >>> _ = acg.manual_seed(0); a = acg.rand(3); _ = acg.manual_seed(0)
+    >>> (acg.rand(3) == a).all().item()
+    True
+    """
+    key = F.default_generator.next_key()
+    return _leaf(F.rand(_sizes(size), key, dtype=as_dtype(dtype)), requires_grad)
+
+
+def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
+          ) -> Tensor:
+    """Standard normal samples."""
+    key = F.default_generator.next_key()
+    return _leaf(F.randn(_sizes(size), key, dtype=as_dtype(dtype)), requires_grad)
+
+
+def randint(low: int, high: int | None = None, size: Sequence[Any] = (), *, dtype: Any = None,
+            device: Any = None) -> Tensor:
+    """``randint(high, size)`` or ``randint(low, high, size)``: integers in [low, high)."""
+    if high is None or isinstance(high, (tuple, list)):
+        low, high, size = 0, low, (size if high is None else high)
+    key = F.default_generator.next_key()
+    return F.randint(low, high, _sizes((size,)), key, dtype=as_dtype(dtype))
+
+
+def rand_like(input: Tensor, *, dtype: Any = None) -> Tensor:
+    return rand(list(input.shape), dtype=dtype or input.dtype)
+
+
+def randn_like(input: Tensor, *, dtype: Any = None) -> Tensor:
+    return randn(list(input.shape), dtype=dtype or input.dtype)
+
+
+# -- elementwise ---------------------------------------------------------------------------------
+def _unary(op: Any, name: str) -> Callable[[Tensor], Tensor]:
+    def fn(input: Tensor) -> Tensor:
+        return op(input)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` (op ``{op.qualname}``)."
+    return fn
+
+
+exp, log, sin, cos, tan, tanh = (_unary(getattr(E, n), n) for n in
+                                 ("exp", "log", "sin", "cos", "tan", "tanh"))
+sigmoid, sqrt, rsqrt, reciprocal, log1p, expm1 = (_unary(getattr(E, n), n) for n in (
+    "sigmoid", "sqrt", "rsqrt", "reciprocal", "log1p", "expm1"))
+erf, neg, abs, square, relu, sign = (_unary(getattr(E, n), n) for n in (
+    "erf", "neg", "abs", "square", "relu", "sign"))
+floor, ceil, round, trunc, logical_not, bitwise_not = (_unary(getattr(E, n), n) for n in (
+    "floor", "ceil", "round", "trunc", "logical_not", "bitwise_not"))
+isnan, isinf, isfinite = (_unary(getattr(E, n), n) for n in ("isnan", "isinf", "isfinite"))
+negative = neg
+
+
+def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """``input + alpha * other`` with broadcasting; either may be a Python number."""
+    return E.add(input, other, alpha=alpha) if alpha != 1 else E.add(input, other)
+
+
+def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    return E.sub(input, other, alpha=alpha) if alpha != 1 else E.sub(input, other)
+
+
+def mul(input: Any, other: Any) -> Tensor:
+    return E.mul(input, other)
+
+
+def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    """True division (integers give float32); ``rounding_mode`` "floor" or "trunc"."""
+    if rounding_mode is None:
+        return E.div(input, other)
+    if rounding_mode == "floor":
+        return E.floor_divide(input, other)
+    if rounding_mode != "trunc":
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                         f"but found '{rounding_mode}'")
+    out = E.trunc(E.div(input, other))
+    dtype = result_type(input, other)
+    return out if is_float(dtype) else out.to(dtype)
+
+
+true_divide = divide = div
+multiply, subtract = mul, sub
+
+
+def floor_divide(input: Any, other: Any) -> Tensor:
+    return E.floor_divide(input, other)
+
+
+def remainder(input: Any, other: Any) -> Tensor:
+    return E.remainder(input, other)
+
+
+def pow(input: Any, exponent: Any) -> Tensor:
+    """``input ** exponent``: an int exponent is structural (specialised), a float one is
+    a runtime scalar, a tensor exponent broadcasts."""
+    if not isinstance(input, Tensor):
+        return E.pow_base(input, exponent)
+    if isinstance(exponent, Tensor):
+        return E.pow_tensor(input, exponent)
+    if isinstance(exponent, (int, np.integer)) and not isinstance(exponent, builtins.bool):
+        return E.pow_int(input, builtins.int(exponent))
+    return E.pow_scalar(input, exponent)
+
+
+def maximum(input: Any, other: Any) -> Tensor:
+    return E.maximum(input, other)
+
+
+def minimum(input: Any, other: Any) -> Tensor:
+    return E.minimum(input, other)
+
+
+def where(condition: Tensor, input: Any = None, other: Any = None) -> Tensor:
+    """``input`` where ``condition`` holds, else ``other`` (numbers allowed)."""
+    if input is None and other is None:
+        raise NotImplementedError("where(condition) (the nonzero form) is not supported; use "
+                                  "nonzero()")
+    return E.where(condition, input, other)
+
+
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """Clamp into [min, max] (numbers or tensors; either bound may be None)."""
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        return E.clamp_tensor(input, min, max)
+    return E.clamp(input, min, max)
+
+
+clip = clamp
+
+
+def clamp_min(input: Tensor, min: Any) -> Tensor:
+    return clamp(input, min, None)
+
+
+def clamp_max(input: Tensor, max: Any) -> Tensor:
+    return clamp(input, None, max)
+
+
+def _binop(op: Any, name: str) -> Callable[[Any, Any], Tensor]:
+    def fn(input: Any, other: Any) -> Tensor:
+        return op(input, other)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` with broadcasting (op ``{op.qualname}``)."
+    return fn
+
+
+eq, ne, lt, le, gt, ge = (_binop(getattr(E, n), n) for n in ("eq", "ne", "lt", "le", "gt", "ge"))
+logical_and, logical_or, logical_xor = (_binop(getattr(E, n), n) for n in (
+    "logical_and", "logical_or", "logical_xor"))
+bitwise_and, bitwise_or, bitwise_xor = (_binop(getattr(E, n), n) for n in (
+    "bitwise_and", "bitwise_or", "bitwise_xor"))
+greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
+
+
+def equal(input: Tensor, other: Tensor) -> builtins.bool:
+    """True when both have the same shape and values."""
+    return tuple(input.shape) == tuple(other.shape) and builtins.bool(E.eq(input, other).all())
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8) -> Any:
+    return builtins.bool(np.allclose(np.asarray(input), np.asarray(other), rtol, atol))
+
+
+# -- reductions ------------------------------------------------------------------------------
+class return_types:  # noqa: N801  (PyTorch's torch.return_types namespace)
+    class max(NamedTuple):
+        values: Tensor
+        indices: Tensor
+
+    class min(NamedTuple):
+        values: Tensor
+        indices: Tensor
+
+
+def sum(input: Tensor, dim: _Dim = None, keepdim: builtins.bool = False, *,
+        dtype: Any = None) -> Tensor:
+    """Sum over ``dim`` (int, tuple, or None for all); int/bool inputs sum in int64."""
+    if dim is None and not keepdim:
+        return R.sum(input, dtype=as_dtype(dtype))
+    return R.sum_dim(input, _dims(dim), keepdim, dtype=as_dtype(dtype))
+
+
+def mean(input: Tensor, dim: _Dim = None, keepdim: builtins.bool = False, *,
+         dtype: Any = None) -> Tensor:
+    """Mean over ``dim`` (floating-point input only, as in PyTorch)."""
+    if dim is None and not keepdim:
+        return R.mean(input, dtype=as_dtype(dtype))
+    return R.mean_dim(input, _dims(dim), keepdim, dtype=as_dtype(dtype))
+
+
+def prod(input: Tensor, dim: int | None = None, keepdim: builtins.bool = False, *,
+         dtype: Any = None) -> Tensor:
+    if dim is None:
+        return R.prod(input, dtype=as_dtype(dtype))
+    return R.prod_dim(input, dim, keepdim, dtype=as_dtype(dtype))
+
+
+def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    return R.cumsum(input, dim, dtype=as_dtype(dtype))
+
+
+def max(input: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+    """The maximum; ``max(dim)`` gives (values, indices); ``max(other)`` is ``maximum``."""
+    if isinstance(dim, Tensor):
+        return E.maximum(input, dim)
+    if dim is None:
+        return R.max(input)
+    return return_types.max(*R.max_dim(input, dim, keepdim))
+
+
+def min(input: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+    """The minimum; ``min(dim)`` gives (values, indices); ``min(other)`` is ``minimum``."""
+    if isinstance(dim, Tensor):
+        return E.minimum(input, dim)
+    if dim is None:
+        return R.min(input)
+    return return_types.min(*R.min_dim(input, dim, keepdim))
+
+
+def amax(input: Tensor, dim: _Dim = (), keepdim: builtins.bool = False) -> Tensor:
+    return R.amax(input, _dims(dim) or [], keepdim)
+
+
+def amin(input: Tensor, dim: _Dim = (), keepdim: builtins.bool = False) -> Tensor:
+    return R.amin(input, _dims(dim) or [], keepdim)
+
+
+def argmax(input: Tensor, dim: int | None = None, keepdim: builtins.bool = False) -> Tensor:
+    return R.argmax(input, dim, keepdim)
+
+
+def argmin(input: Tensor, dim: int | None = None, keepdim: builtins.bool = False) -> Tensor:
+    return R.argmin(input, dim, keepdim)
+
+
+def _correction(dim: Any, unbiased: Any, correction: Any) -> tuple[Any, Any]:
+    """PyTorch's two spellings: ``var(dim, unbiased, keepdim)`` and ``correction=``."""
+    if isinstance(dim, builtins.bool):  # legacy var(unbiased)
+        dim, unbiased = None, dim
+    if correction is None and unbiased is not None:
+        correction = 1 if unbiased else 0
+    return _dims(dim), correction
+
+
+def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False,
+        *, correction: Any = None) -> Tensor:
+    """Variance over ``dim``; Bessel-corrected (``correction=1``) unless told otherwise."""
+    dim, correction = _correction(dim, unbiased, correction)
+    return R.var(input, dim, correction=correction, keepdim=keepdim)
+
+
+def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False,
+        *, correction: Any = None) -> Tensor:
+    dim, correction = _correction(dim, unbiased, correction)
+    return R.std(input, dim, correction=correction, keepdim=keepdim)
+
+
+def var_mean(input: Tensor, dim: Any = None, unbiased: Any = None,
+             keepdim: builtins.bool = False, *, correction: Any = None) -> tuple:
+    """(variance, mean) over ``dim``."""
+    dim, correction = _correction(dim, unbiased, correction)
+    return R.var_mean(input, dim, correction=correction, keepdim=keepdim)
+
+
+def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None,
+             keepdim: builtins.bool = False, *, correction: Any = None) -> tuple:
+    return (std(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, _correction(dim, unbiased, correction)[0], keepdim))
+
+
+def logsumexp(input: Tensor, dim: _Dim, keepdim: builtins.bool = False) -> Tensor:
+    return R.logsumexp(input, _dims(dim), keepdim)
+
+
+def all(input: Tensor, dim: _Dim = None, keepdim: builtins.bool = False) -> Tensor:
+    return R.all(input, _dims(dim), keepdim)
+
+
+def any(input: Tensor, dim: _Dim = None, keepdim: builtins.bool = False) -> Tensor:
+    return R.any(input, _dims(dim), keepdim)
+
+
+def norm(input: Tensor, p: Any = "fro", dim: _Dim = None, keepdim: builtins.bool = False
+         ) -> Tensor:
+    """Vector p-norm over ``dim`` (all elements by default); p = 2/"fro", 1, inf or a number."""
+    if p in ("fro", 2):
+        return sum(input * input, dim, keepdim).sqrt()
+    if p == math.inf:
+        return amax(input.abs(), dim if dim is not None else (), keepdim)
+    if p == 1:
+        return sum(input.abs(), dim, keepdim)
+    return sum(input.abs() ** p, dim, keepdim) ** (1.0 / p)
+
+
+# -- shape ---------------------------------------------------------------------------------
+def reshape(input: Tensor, shape: Sequence[Any]) -> Tensor:
+    return S.reshape(input, _sizes((shape,)))
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    return S.transpose(input, dim0, dim1)
+
+
+swapaxes = swapdims = transpose
+
+
+def permute(input: Tensor, dims: Sequence[int]) -> Tensor:
+    return S.permute(input, list(dims))
+
+
+def t(input: Tensor) -> Tensor:
+    """Transpose of a matrix (vectors and scalars unchanged)."""
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{input.ndim}D")
+    return S.transpose(input, 0, 1) if input.ndim == 2 else input
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    return S.unsqueeze(input, dim)
+
+
+def squeeze(input: Tensor, dim: _Dim = None) -> Tensor:
+    if dim is None:
+        return S.squeeze(input)
+    return S.squeeze_dim(input, dim) if isinstance(dim, int) else S.squeeze_dims(input, list(dim))
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dims start_dim..end_dim into one."""
+    if input.ndim == 0:
+        return S.reshape(input, [1])
+    a, b = wrap_dim(start_dim, input.ndim), wrap_dim(end_dim, input.ndim)
+    if a > b:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = tuple(input.shape)
+    return S.reshape(input, list(shape[:a] + (_numel(shape[a:b + 1]),) + shape[b + 1:]))
+
+
+def unflatten(input: Tensor, dim: int, sizes: Sequence[Any]) -> Tensor:
+    d, shape = wrap_dim(dim, input.ndim), tuple(input.shape)
+    return S.reshape(input, list(shape[:d]) + list(sizes) + list(shape[d + 1:]))
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join tensors along an existing dim (dtypes promote)."""
+    return S.cat(list(tensors), dim)
+
+
+concat = concatenate = cat
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join same-shaped tensors along a new dim."""
+    return S.stack(list(tensors), dim)
+
+
+def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
+    """Pieces of ``split_size`` (the last may be smaller) or of the given sizes."""
+    if isinstance(split_size_or_sections, (list, tuple)):
+        return S.split_with_sizes(tensor, list(split_size_or_sections), dim)
+    return S.split(tensor, split_size_or_sections, dim)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """At most ``chunks`` pieces of equal size (the last may be smaller)."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    size = input.shape[wrap_dim(dim, input.ndim)]
+    return S.split(input, builtins.max((size + chunks - 1) // chunks, 1), dim)
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple:
+    return S.unbind(input, dim)
+
+
+def select(input: Tensor, dim: int, index: Any) -> Tensor:
+    return I.select(input, dim, index)
+
+
+def narrow(input: Tensor, dim: int, start: Any, length: Any) -> Tensor:
+    return I.slice_op(input, dim, start, start + length)
+
+
+def flip(input: Tensor, dims: _Dim) -> Tensor:
+    return S.flip(input, _dims(dims) or [])
+
+
+def clone(input: Tensor) -> Tensor:
+    return S.clone(input)
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    d = wrap_dim(dim, input.ndim)
+    return I.index(input, [None] * d + [index])
+
+
+def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    return I.gather(input, dim, index)
+
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    return I.scatter_add(input, dim, index, src)
+
+
+def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    return I.masked_fill(input, mask, value)
+
+
+def nonzero(input: Tensor) -> Tensor:
+    return I.nonzero(input)
+
+
+# -- linear algebra --------------------------------------------------------------------------
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """torch.matmul: vectors, matrices, and batches broadcast against each other.
+
+    >>> import autograd_compile as acg
+    >>> (acg.ones(5, 2, 3) @ acg.ones(3)).shape
+    (5, 2)
+    """
+    return L.matmul(input, other)
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    return L.mm(input, mat2)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    return L.bmm(input, mat2)
+
+
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
+                           f"tensors")
+    return L.matmul(input, other)
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    return E.mul(S.unsqueeze(input, 1), vec2)
+
+
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    return N.softmax(input, dim, as_dtype(dtype))
+
+
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    return N.log_softmax(input, dim, as_dtype(dtype))
+
+
+def is_tensor(obj: Any) -> builtins.bool:
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input: Tensor) -> builtins.bool:
+    return is_float(input.dtype)
+
+
+def numel(input: Tensor) -> int:
+    return input.numel()
+
+
+def get_default_dtype() -> np.dtype:
+    return DEFAULT_FLOAT
+
+
+from ._methods import install_tensor_methods  # noqa: E402  (needs the functions above)
+
+# -- dtypes (last: ``bool`` shadows the builtin in this module) -----------------------------------
+float32, float64, float16, bfloat16 = jnp.float32, jnp.float64, jnp.float16, jnp.bfloat16
+int8, int16, int32, int64, uint8 = jnp.int8, jnp.int16, jnp.int32, jnp.int64, jnp.uint8
+complex64 = jnp.complex64
+half, double, long = float16, float64, int64
+bool = jnp.bool_  # noqa: A001
+
+__all__ = [
+    # dtypes
+    "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8",
+    "complex64", "half", "double", "long", "bool", "get_default_dtype",
+    # creation
+    "tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
+    "empty_like", "full_like", "arange", "eye", "manual_seed", "initial_seed", "rand", "randn",
+    "randint", "rand_like", "randn_like",
+    # elementwise
+    "exp", "log", "sin", "cos", "tan", "tanh", "sigmoid", "sqrt", "rsqrt", "reciprocal", "log1p",
+    "expm1", "erf", "neg", "negative", "abs", "square", "relu", "sign", "floor", "ceil", "round",
+    "trunc", "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "add", "sub", "mul",
+    "div", "true_divide", "divide", "multiply", "subtract", "floor_divide", "remainder", "pow",
+    "maximum", "minimum", "where", "clamp", "clip", "clamp_min", "clamp_max", "eq", "ne", "lt",
+    "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal", "not_equal",
+    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "equal", "allclose",
+    # reductions
+    "return_types", "sum", "mean", "prod", "cumsum", "max", "min", "amax", "amin", "argmax",
+    "argmin", "var", "std", "var_mean", "std_mean", "logsumexp", "all", "any", "norm",
+    # shape and indexing
+    "reshape", "transpose", "swapaxes", "swapdims", "permute", "t", "unsqueeze", "squeeze",
+    "flatten", "unflatten", "cat", "concat", "concatenate", "stack", "split", "chunk", "unbind",
+    "select", "narrow", "flip", "clone", "index_select", "gather", "scatter_add", "masked_fill", "nonzero",
+    # linear algebra and friends
+    "matmul", "mm", "bmm", "dot", "outer", "softmax", "log_softmax",
+    "is_tensor", "is_floating_point", "numel",
+]

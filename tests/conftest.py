@@ -8,7 +8,7 @@ import pytest
 
 import autograd_compile as acg
 
-EXEC_MODES = ["eager"]  # compiled modes join when compiled_autograd lands (#4)
+EXEC_MODES = ["eager", "compiled-eager", "compiled-jax"]
 
 
 class ExecMode:

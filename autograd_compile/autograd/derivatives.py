@@ -46,10 +46,17 @@ def register_derivative(op: OpOverload, fn: Callable | None,
     return lambda: DERIVATIVES.pop(op, None)
 
 
+_NODE_NAMES: dict[OpOverload, str] = {}
+
+
 def node_name(op: OpOverload) -> str:
-    """PyTorch-style node names: acg::sum.dim -> SumBackward0."""
-    base = op.name.split(".")[0].rstrip("_")
-    return "".join(p.capitalize() for p in re.split(r"_+", base) if p) + "Backward0"
+    """PyTorch-style node names: acg::sum.dim -> SumBackward0 (computed once per op)."""
+    name = _NODE_NAMES.get(op)
+    if name is None:
+        base = op.name.split(".")[0].rstrip("_")
+        name = _NODE_NAMES[op] = "".join(p.capitalize() for p in re.split(r"_+", base)
+                                         if p) + "Backward0"
+    return name
 
 
 class OpNode(Node):
@@ -138,10 +145,35 @@ def _save_value(value: Any, kind: str, keep: bool) -> Any:
     return value
 
 
+class _OpInfo:
+    """Per-op facts ``_record`` needs, computed once: which arguments are Tensor-typed
+    and which of them the formula reads (saved) rather than only their shape."""
+
+    __slots__ = ("tensor_args", "keep", "save_out")
+
+    def __init__(self, op: OpOverload, deriv: Derivative | None) -> None:
+        args = op.schema.arguments
+        self.tensor_args = tuple(a.is_tensor for a in args)
+        save = None if deriv is None else deriv.save
+        self.keep = tuple(save is None or a.name in save for a in args)
+        self.save_out = bool(save and "out" in save)
+
+
+_INFO: dict[tuple[OpOverload, Derivative | None], _OpInfo] = {}
+
+
+def _info(op: OpOverload, deriv: Derivative | None) -> _OpInfo:
+    info = _INFO.get((op, deriv))
+    if info is None:
+        info = _INFO[(op, deriv)] = _OpInfo(op, deriv)
+    return info
+
+
 def _record(op: OpOverload, bound: list, out: Any, deriv: Derivative | None) -> Any:
     """Wire a new node between ``out`` and the tensors in ``bound``."""
-    kinds = tuple(_arg_kind(v, a.is_tensor) for v, a in zip(bound, op.schema.arguments))
-    tensors = [t for v, k in zip(bound, kinds) if k in ("tensor", "list")
+    info = _info(op, deriv)
+    kinds = tuple([_arg_kind(v, t) for v, t in zip(bound, info.tensor_args)])
+    tensors = [t for v, k in zip(bound, kinds) if k == "tensor" or k == "list"
                for t in (v if k == "list" else (v,))]
     if not any(t._requires_grad for t in tensors):
         return out
@@ -152,16 +184,13 @@ def _record(op: OpOverload, bound: list, out: Any, deriv: Derivative | None) -> 
     if deriv is None:
         node: Node = ErrorNode(f"the derivative for '{op.qualname}' is not implemented", edges)
     else:
-        names = [a.name for a in op.schema.arguments]
-        save = deriv.save
-        saved = [_save_value(v, k, save is None or n in save)
-                 for v, k, n in zip(bound, kinds, names)]
+        saved = [_save_value(v, k, keep) for v, k, keep in zip(bound, kinds, info.keep)]
         node = OpNode(op, deriv.fn, edges, saved, kinds)
     node.input_meta = [TensorMeta(tuple(o.shape), o.dtype) for o in outs]
     for i, o in enumerate(outs):
         if is_floating(o.dtype):
             o.grad_fn, o._output_nr, o._requires_grad = node, i, True
-    if deriv is not None and deriv.save and "out" in deriv.save:
+    if deriv is not None and info.save_out:
         node.saved_out = [SavedVariable(o, is_output=True) for o in outs]
     return out
 

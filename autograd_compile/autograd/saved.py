@@ -67,9 +67,9 @@ class SavedVariable:
         self.freed = False
         hooks = _HOOKS.stack[-1] if _HOOKS.stack else None
         self.unpack_hook = hooks[1] if hooks else None
-        if is_output:  # keep the value, not the tensor that owns our node
+        if is_output:  # keep an alias (no grad_fn), not the tensor that owns our node
             self.ref = weakref.ref(tensor)
-            self.value = hooks[0](tensor.detach()) if hooks else tensor._data
+            self.value = hooks[0](tensor.detach()) if hooks else tensor._shallow_alias()
         else:
             self.ref = None
             self.value = hooks[0](tensor) if hooks else tensor
@@ -87,6 +87,8 @@ class SavedVariable:
             return self._from_hook(node)
         if not self.is_output:
             return self.value
+        if current is not None:  # the output itself is alive: it is what was saved
+            return current
         return _rebuild_output(self.value, node, self.output_nr, self.requires_grad)
 
     def _from_hook(self, node: Any) -> Any:
@@ -95,19 +97,27 @@ class SavedVariable:
         if not isinstance(t, Tensor):
             raise TypeError(f"saved_tensors_hooks: unpack hook returned {type(t).__name__}, "
                             "expected a Tensor")
-        return _rebuild_output(t._data, node, self.output_nr, self.requires_grad) \
+        return _rebuild_output(t._shallow_alias(), node, self.output_nr, self.requires_grad) \
             if self.is_output else t
 
     def release(self) -> None:
         self.value, self.freed = None, True
 
 
-def _rebuild_output(array: Any, node: Any, output_nr: int, requires_grad: bool) -> Any:
-    from ..tensor import _make
-    t = _make(array)
+def _rebuild_output(alias: Any, node: Any, output_nr: int, requires_grad: bool) -> Any:
+    """The saved alias of a dead output, reconnected to its node (proxy tracing knows
+    the alias: it is registered with the output's proxy when the op is recorded)."""
     if requires_grad and node is not None:
-        t._requires_grad, t.grad_fn, t._output_nr = True, node, output_nr
-    return t
+        alias._requires_grad, alias.grad_fn, alias._output_nr = True, node, output_nr
+    return alias
+
+
+def output_aliases(t: Any) -> list:
+    """Aliases saved for backward of the output ``t`` (tracing maps them to t's proxy)."""
+    node = t.grad_fn
+    saved = getattr(node, "saved_out", None) or getattr(node, "_saved", None) or ()
+    return [s.value for s in saved if s is not None and s.is_output and s.ref() is t
+            and s.unpack_hook is None]
 
 
 def _version_error(t: Any, node: Any, expected: int) -> str:

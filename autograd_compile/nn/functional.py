@@ -1,0 +1,144 @@
+"""``acg.nn.functional``: PyTorch's functional NN API over the fused ops in ``kernels/nn.py``.
+
+>>> import autograd_compile as acg
+>>> import autograd_compile.nn.functional as F
+>>> logits = acg.tensor([[2.0, 0.5, -1.0], [0.1, 0.2, 3.0]], requires_grad=True)
+>>> loss = F.cross_entropy(logits, acg.tensor([0, 2]))
+>>> loss.backward(); loss.grad_fn.name(), logits.grad.shape
+('CrossEntropyBackward0', (2, 3))
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..kernels import api as _api
+from ..kernels import nn as _nn
+from ..kernels._dtypes import as_dtype, is_float
+from ..tensor import Tensor
+
+__all__ = ["linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
+           "layer_norm", "cross_entropy", "nll_loss", "mse_loss", "dropout"]
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias``; ``weight`` is [out_features, in_features]."""
+    return _nn.linear(input, weight, bias)
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    return input.relu_() if inplace else input.relu()
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """Gaussian error linear unit; ``approximate="tanh"`` for the tanh approximation."""
+    return _nn.gelu(input, approximate=approximate)
+
+
+def silu(input: Tensor) -> Tensor:
+    return input * input.sigmoid()
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return input.sigmoid()
+
+
+def tanh(input: Tensor) -> Tensor:
+    return input.tanh()
+
+
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along ``dim``, computed stably (max subtracted)."""
+    return _nn.softmax(input, dim, as_dtype(dtype))
+
+
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """x - logsumexp(x) along ``dim``, computed stably."""
+    return _nn.log_softmax(input, dim, as_dtype(dtype))
+
+
+def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise over the trailing ``normalized_shape`` dims, then scale and shift."""
+    shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+    return _nn.layer_norm(input, shape, weight, bias, eps)
+
+
+def _check_reduction(reduction: str) -> None:
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  ignore_index: int = -100, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """Softmax cross-entropy of logits ``input`` [N, C, ...] against class indices ``target``
+    [N, ...] (or class probabilities of ``input``'s shape), one fused op for indices.
+
+    >>> import autograd_compile as acg
+    >>> import autograd_compile.nn.functional as F
+    >>> round(F.cross_entropy(acg.tensor([[0.0, 0.0]]), acg.tensor([1])).item(), 4)
+    0.6931
+    """
+    _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if is_float(target.dtype) and tuple(target.shape) == tuple(input.shape):
+        return _soft_cross_entropy(input, target, weight, reduction, label_smoothing)
+    return _nn.cross_entropy(input, target, weight, reduction, ignore_index, label_smoothing)
+
+
+def _soft_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None, reduction: str,
+                        label_smoothing: float) -> Tensor:
+    """Class-probability targets: -sum_c target_c * log_softmax_c (composed, not fused)."""
+    c = 1 if input.ndim > 1 else 0
+    classes = input.shape[c]
+    if label_smoothing:
+        target = target * (1 - label_smoothing) + label_smoothing / classes
+    logp = _nn.log_softmax(input, c, None)
+    if weight is not None:
+        logp = logp * weight.reshape([-1] + [1] * (input.ndim - c - 1))
+    loss = -(logp * target).sum(c)
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.sum() / (loss.numel() if c else 1)
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+             ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of log-probabilities ``input`` [N, C] at ``target`` classes."""
+    _check_reduction(reduction)
+    c = 1 if input.ndim > 1 else 0
+    valid = target != ignore_index
+    safe = _api.where(valid, target, 0)
+    picked = input.gather(c, safe.unsqueeze(c)).squeeze(c)
+    w = valid.to(input.dtype) if weight is None else _api.index_select(weight, 0, safe.reshape(
+        -1)).reshape(safe.shape) * valid
+    loss = -picked * w
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.sum() / w.sum()
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Mean (or sum, or elementwise) squared error."""
+    _check_reduction(reduction)
+    return _nn.mse_loss(input, target, reduction)
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+            ) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by 1/(1-p) (training only).
+
+    The mask comes from ``acg.rand`` (reproducible after ``acg.manual_seed``).
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    keep = _api.rand(list(input.shape), dtype=input.dtype) >= p
+    scale = keep.to(input.dtype) * (1.0 / (1.0 - p))
+    return input.mul_(scale) if inplace else input * scale

@@ -1,0 +1,115 @@
+"""Dtypes and PyTorch's type promotion (not JAX's), used by every kernel and shape rule.
+
+PyTorch promotes in three tiers: dimensioned tensors outrank zero-dim tensors, which
+outrank Python scalars; a lower tier only matters when its *category* (bool < int <
+float < complex) is higher. So ``int64_tensor * 2.5`` is float32 (the default float),
+``float16_tensor * float64_scalar_tensor`` stays float16.
+
+>>> import jax.numpy as jnp
+>>> result_type(jnp.zeros(3, jnp.int64), 2.5), result_type(jnp.zeros(3, jnp.float16), 1.0)
+(dtype('float32'), dtype('float16'))
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from autograd_compile.symbolic_shapes import SymBool, SymFloat, SymInt
+
+DEFAULT_FLOAT = np.dtype("float32")
+DEFAULT_INT = np.dtype("int64")
+BOOL = np.dtype("bool")
+
+
+def as_dtype(dtype: Any) -> np.dtype | None:
+    """Canonical ``np.dtype`` (jnp scalar types, strings and dtypes all accepted)."""
+    return None if dtype is None else jnp.dtype(dtype)
+
+
+def category(dtype: Any) -> int:
+    """0 bool, 1 integer, 2 floating, 3 complex."""
+    kind = np.dtype(dtype).kind
+    return {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2, "c": 3}[kind]  # V: bfloat16
+
+
+def is_float(dtype: Any) -> bool:
+    return category(dtype) >= 2
+
+
+def to_float(dtype: Any) -> np.dtype:
+    """The dtype a float-valued op (exp, div, mean...) computes in."""
+    return np.dtype(dtype) if is_float(dtype) else DEFAULT_FLOAT
+
+
+def is_weak(value: Any) -> builtins.bool:
+    """A traced Python number inside a jitted kernel (weakly typed): it promotes like one."""
+    return builtins.bool(getattr(value, "weak_type", False))
+
+
+def scalar_dtype(value: Any) -> np.dtype:
+    """The dtype PyTorch gives a Python number (bool, int64, default float)."""
+    if is_weak(value):
+        return {0: BOOL, 1: DEFAULT_INT, 2: DEFAULT_FLOAT}.get(category(value.dtype),
+                                                              np.dtype("complex64"))
+    if isinstance(value, (builtins.bool, np.bool_, SymBool)):
+        return BOOL
+    if isinstance(value, (int, np.integer, SymInt)):
+        return DEFAULT_INT
+    if isinstance(value, (complex, np.complexfloating)):
+        return np.dtype("complex64")
+    if isinstance(value, (float, np.floating, SymFloat)):
+        return DEFAULT_FLOAT
+    raise TypeError(f"expected a tensor or a number, got {type(value).__name__}")
+
+
+def promote(a: np.dtype, b: np.dtype) -> np.dtype:
+    """Two dtypes: the higher category wins; within a category, the wider one."""
+    ca, cb = category(a), category(b)
+    if ca != cb:
+        return np.dtype(a) if ca > cb else np.dtype(b)
+    return np.dtype(jnp.promote_types(a, b))
+
+
+def _combine(higher: np.dtype | None, lower: np.dtype | None) -> np.dtype | None:
+    """A higher tier's dtype, unless the lower tier is of a higher category."""
+    if higher is None or lower is None:
+        return higher if lower is None else lower
+    if category(higher) >= 2:
+        return higher
+    if category(higher) == 0 or category(lower) >= 2:
+        return promote(higher, lower)
+    return higher
+
+
+def result_type(*values: Any) -> np.dtype:
+    """PyTorch's result dtype of an elementwise op over tensors and Python scalars."""
+    tiers: list[np.dtype | None] = [None, None, None]  # scalars, zero-dim, dimensioned
+    for v in values:
+        if v is None:
+            continue
+        dtype = getattr(v, "dtype", None)
+        if dtype is None or not hasattr(v, "shape") or is_weak(v):
+            tier, dtype = 0, scalar_dtype(v)
+        else:
+            tier, dtype = (2 if len(v.shape) else 1), np.dtype(dtype)
+        tiers[tier] = dtype if tiers[tier] is None else promote(tiers[tier], dtype)
+    out = _combine(tiers[1], tiers[0])
+    out = _combine(tiers[2], out)
+    if out is None:
+        raise TypeError("result_type needs at least one tensor or number")
+    return out
+
+
+def cast(value: Any, dtype: np.dtype) -> Any:
+    """A jax array (or Python scalar) as ``dtype`` — a no-op when it already is."""
+    if getattr(value, "dtype", None) == dtype:
+        return value
+    return jnp.asarray(value, dtype)
+
+
+def can_cast(src: np.dtype, dst: np.dtype) -> builtins.bool:
+    """In-place ops may not lower the category: ``int_tensor.mul_(0.5)`` is an error."""
+    return category(src) <= category(dst)

@@ -1,0 +1,176 @@
+"""Tensor methods and Python operators, installed once on ``Tensor`` by
+:func:`install_tensor_methods` (called from ``autograd_compile/__init__.py``).
+
+Most methods *are* the ``acg.*`` functions (``x.sum(1)`` is ``acg.sum(x, 1)``); the rest
+take PyTorch's method-only spellings (``x.view(2, 3)``, ``x.to(acg.float64)``, ``x.T``).
+Operators return ``NotImplemented`` for operands they do not understand, so ``t == None``
+is False and ``__hash__`` stays identity.
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Any, Callable
+
+import jax.numpy as jnp
+
+from autograd_compile.tensor import Tensor
+
+from . import api as A
+from . import elementwise as E
+from . import indexing as I
+from . import shape as S
+from ._dtypes import as_dtype
+
+# methods that are exactly the acg function of the same name (input first)
+_SAME = (
+    "exp log sin cos tan tanh sigmoid sqrt rsqrt reciprocal log1p expm1 erf neg negative abs "
+    "square relu sign floor ceil round trunc logical_not bitwise_not isnan isinf isfinite add "
+    "sub mul div true_divide divide multiply subtract floor_divide remainder pow maximum "
+    "minimum clamp clip clamp_min clamp_max eq ne lt le gt ge greater less greater_equal "
+    "less_equal not_equal logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor "
+    "equal allclose sum mean prod cumsum max min amax amin argmax argmin var std var_mean "
+    "std_mean logsumexp all any norm transpose swapaxes swapdims t unsqueeze squeeze flatten "
+    "unflatten split chunk unbind select narrow flip clone index_select gather scatter_add masked_fill "
+    "nonzero matmul mm bmm dot outer softmax log_softmax is_floating_point"
+).split()
+
+# in-place methods: the op of the same name
+_INPLACE = {
+    "add_": E.add_, "sub_": E.sub_, "mul_": E.mul_, "div_": E.div_, "neg_": E.neg_,
+    "exp_": E.exp_, "sqrt_": E.sqrt_, "relu_": E.relu_, "sigmoid_": E.sigmoid_,
+    "tanh_": E.tanh_, "abs_": E.abs_, "copy_": S.copy_, "zero_": S.zero_, "fill_": S.fill_,
+    "masked_fill_": I.masked_fill_,
+}
+
+
+def _dtype_arg(a: Any) -> Any:
+    """A dtype from a ``to()`` argument, or None for devices/strings/anything else."""
+    if isinstance(a, Tensor):
+        return a.dtype
+    if isinstance(a, str):
+        return None
+    try:
+        return as_dtype(a)
+    except TypeError:
+        return None
+
+
+def to(self: Tensor, *args: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
+    """``to(dtype)``, ``to(other)``, ``to(device[, dtype])``: devices are ignored (one device);
+    the same dtype returns ``self``, as in PyTorch."""
+    for a in args:
+        dtype = _dtype_arg(a) if _dtype_arg(a) is not None else dtype
+    dtype = as_dtype(dtype)
+    return self if dtype is None or dtype == self.dtype else S.to(self, dtype)
+
+
+def _caster(dtype: Any) -> Callable[[Tensor], Tensor]:
+    return lambda self: to(self, dtype)
+
+
+def _pow_(self: Tensor, e: Any) -> Tensor:
+    """In-place pow with the overload ``acg.pow`` would pick."""
+    if isinstance(e, Tensor):
+        return E.pow_tensor_(self, e)
+    if isinstance(e, builtins.int) and not isinstance(e, builtins.bool):
+        return E.pow_int_(self, e)
+    return E.pow_(self, e)
+
+
+def _shape_args(args: tuple) -> list:
+    """``x.view(2, 3)`` and ``x.view((2, 3))`` both mean [2, 3]."""
+    return A._sizes(args)
+
+
+def _methods() -> dict[str, Any]:
+    m: dict[str, Any] = {name: getattr(A, name) for name in _SAME}
+    m.update({
+        "view": lambda self, *shape: S.view(self, _shape_args(shape)),
+        "reshape": lambda self, *shape: S.reshape(self, _shape_args(shape)),
+        "view_as": lambda self, other: S.view(self, list(other.shape)),
+        "reshape_as": lambda self, other: S.reshape(self, list(other.shape)),
+        "expand": lambda self, *size: S.expand(self, _shape_args(size)),
+        "expand_as": lambda self, other: S.expand(self, list(other.shape)),
+        "repeat": lambda self, *sizes: S.repeat(self, _shape_args(sizes)),
+        "permute": lambda self, *dims: S.permute(self, _shape_args(dims)),
+        "sum_to_size": lambda self, *size: S.sum_to_size(self, _shape_args(size)),
+        "contiguous": lambda self, *a, **k: self,  # always contiguous
+        "where": lambda self, condition, other: E.where(condition, self, other),
+        "type_as": lambda self, other: to(self, other.dtype),
+        "to": to, "cpu": lambda self: self,
+        "float": _caster(jnp.float32), "double": _caster(jnp.float64),
+        "half": _caster(jnp.float16), "bfloat16": _caster(jnp.bfloat16),
+        "int": _caster(jnp.int32), "long": _caster(jnp.int64), "bool": _caster(jnp.bool_),
+        "new_zeros": lambda self, *size, dtype=None, **k: A.zeros(*size, dtype=dtype or self.dtype),
+        "new_ones": lambda self, *size, dtype=None, **k: A.ones(*size, dtype=dtype or self.dtype),
+        "new_full": lambda self, size, v, dtype=None, **k: A.full(size, v,
+                                                                  dtype=dtype or self.dtype),
+        "new_empty": lambda self, *size, dtype=None, **k: A.zeros(*size,
+                                                                 dtype=dtype or self.dtype),
+        "new_tensor": lambda self, data, dtype=None, **k: A.tensor(data, dtype or self.dtype),
+        "index_put": lambda self, indices, values, accumulate=False: I.index_put(
+            self, list(indices), values, accumulate),
+        "index_put_": lambda self, indices, values, accumulate=False: I.index_put_(
+            self, list(indices), values, accumulate),
+        "pow_": _pow_,
+        "clamp_": lambda self, min=None, max=None: (
+            E.clamp_tensor_ if isinstance(min, Tensor) or isinstance(max, Tensor) else E.clamp_)(
+                self, min, max),
+        "__getitem__": I.getitem, "__setitem__": I.setitem,
+    })
+    m.update({name: _as_method(op) for name, op in _INPLACE.items()})
+    return m
+
+
+def _as_method(op: Any) -> Callable:
+    """An op object is not a descriptor: wrap it so ``x.add_(y)`` passes ``x``."""
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        return op(self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = op.name.split(".")[0]
+    return method
+
+
+# -- operators -------------------------------------------------------------------------------
+def _forward(fn: Callable) -> Callable:
+    def op(self: Tensor, other: Any) -> Any:
+        other = A._operand(other)
+        return NotImplemented if other is None else fn(self, other)
+    return op
+
+
+def _reflected(fn: Callable) -> Callable:
+    def op(self: Tensor, other: Any) -> Any:
+        other = A._operand(other)
+        return NotImplemented if other is None else fn(other, self)
+    return op
+
+
+def _operators() -> dict[str, Any]:
+    ops = {
+        "add": A.add, "sub": A.sub, "mul": A.mul, "truediv": A.div, "floordiv": A.floor_divide,
+        "mod": A.remainder, "pow": A.pow, "matmul": A.matmul, "and": A.bitwise_and,
+        "or": A.bitwise_or, "xor": A.bitwise_xor,
+    }
+    m: dict[str, Any] = {}
+    for name, fn in ops.items():
+        m[f"__{name}__"] = _forward(fn)
+        m[f"__r{name}__"] = _reflected(fn)
+    for name in ("eq", "ne", "lt", "le", "gt", "ge"):
+        m[f"__{name}__"] = _forward(getattr(A, name))
+    inplace = {"add": E.add_, "sub": E.sub_, "mul": E.mul_, "truediv": E.div_}
+    for name, fn in inplace.items():
+        m[f"__i{name}__"] = _forward(fn)
+    m["__ipow__"] = _forward(_pow_)
+    m.update({"__neg__": A.neg, "__pos__": lambda self: self, "__abs__": A.abs,
+              "__invert__": A.bitwise_not})
+    return m
+
+
+def install_tensor_methods(cls: type) -> None:
+    """Put every method, property and operator on ``cls`` (the Tensor class), once."""
+    for name, fn in {**_methods(), **_operators()}.items():
+        setattr(cls, name, fn)
+    cls.T = property(lambda self: S.permute(self, list(builtins.range(self.ndim))[::-1]))
+    cls.mT = property(lambda self: S.transpose(self, -2, -1))
+    cls.__hash__ = object.__hash__  # defining __eq__ must not make tensors unhashable
+

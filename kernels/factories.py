@@ -1,0 +1,140 @@
+"""Factories: tensors made from sizes, fill values and (for random ones) a PRNG key.
+
+Random factories are ops that take the key as a Tensor argument, so fake and proxy
+modes see an ordinary op; the key comes from :data:`default_generator`, which
+``manual_seed`` resets, so every random call after a seed is reproducible.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from autograd_compile.fake import TensorMeta
+from autograd_compile.symbolic_shapes import SymFloat
+from autograd_compile.tensor import Tensor, _make
+
+from ._defop import NONDIFF, defop, same_shape
+from ._dtypes import DEFAULT_FLOAT, DEFAULT_INT, as_dtype, scalar_dtype
+
+
+def _dtype(dtype: Any, default: np.dtype = DEFAULT_FLOAT) -> np.dtype:
+    return as_dtype(dtype) if dtype is not None else default
+
+
+def _sized(size: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> TensorMeta:
+    return TensorMeta(tuple(size), _dtype(dtype))
+
+
+def _like(x: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> TensorMeta:
+    return TensorMeta(tuple(x.shape), _dtype(dtype, x.dtype))
+
+
+def _filled(value: Any, dtype: Any) -> np.dtype:
+    return _dtype(dtype, scalar_dtype(value))
+
+
+# -- constant factories (no tensor inputs, so never on the tape) -----------------------------
+zeros = defop("zeros(SymInt[] size, *, ScalarType? dtype=None) -> Tensor",
+              lambda size, dtype=None: jnp.zeros(tuple(size), _dtype(dtype)),
+              shape=_sized, backward=NONDIFF)
+ones = defop("ones(SymInt[] size, *, ScalarType? dtype=None) -> Tensor",
+             lambda size, dtype=None: jnp.ones(tuple(size), _dtype(dtype)),
+             shape=_sized, backward=NONDIFF)
+full = defop("full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor",
+             lambda size, v, dtype=None: jnp.full(tuple(size), v, _filled(v, dtype)),
+             shape=lambda size, v, dtype=None: TensorMeta(tuple(size), _filled(v, dtype)),
+             backward=NONDIFF)
+zeros_like = defop("zeros_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+                   lambda x, dtype=None: jnp.zeros(x.shape, _dtype(dtype, x.dtype)),
+                   shape=_like, backward=NONDIFF)
+ones_like = defop("ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+                  lambda x, dtype=None: jnp.ones(x.shape, _dtype(dtype, x.dtype)),
+                  shape=_like, backward=NONDIFF)
+full_like = defop("full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor",
+                  lambda x, v, dtype=None: jnp.full(x.shape, v, _dtype(dtype, x.dtype)),
+                  shape=_like, backward=NONDIFF)
+eye = defop("eye(SymInt n, SymInt? m=None, *, ScalarType? dtype=None) -> Tensor",
+            lambda n, m=None, dtype=None: jnp.eye(n, n if m is None else m, dtype=_dtype(dtype)),
+            shape=lambda n, m=None, dtype=None: TensorMeta((n, n if m is None else m),
+                                                           _dtype(dtype)), backward=NONDIFF)
+# a fresh constant entering a traced program (acg.tensor(...) under a mode becomes fake)
+lift_fresh = defop("lift_fresh(Tensor self) -> Tensor", lambda x: x, shape=same_shape,
+                   backward=NONDIFF, jit=False)
+
+
+def _arange_dtype(start: Any, end: Any, step: Any, dtype: Any) -> np.dtype:
+    if dtype is not None:
+        return as_dtype(dtype)
+    floats = any(isinstance(v, (float, np.floating, SymFloat)) for v in (start, end, step))
+    return DEFAULT_FLOAT if floats else DEFAULT_INT
+
+
+def _arange_rule(start: Any, end: Any, step: Any = 1, *, dtype: Any = None) -> TensorMeta:
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("arange: upper bound and larger bound inconsistent with step sign")
+    if any(isinstance(v, (float, np.floating, SymFloat)) for v in (start, end, step)):
+        n = math.ceil((end - start) / step)  # float bounds: sizes are concrete anyway
+    else:
+        n = (end - start + step - (1 if step > 0 else -1)) // step
+    return TensorMeta((n,), _arange_dtype(start, end, step, dtype))
+
+
+arange = defop("arange.start_step(Scalar start, Scalar end, Scalar step=1, *, "
+               "ScalarType? dtype=None) -> Tensor",
+               lambda a, b, s=1, dtype=None: jnp.arange(a, b, s, dtype=_arange_dtype(a, b, s,
+                                                                                   dtype)),
+               shape=_arange_rule, backward=NONDIFF, static=("start", "end", "step"))
+
+
+# -- random factories: the key is an argument, so the op is pure ------------------------------
+def _key(data: jax.Array) -> jax.Array:
+    return jax.random.wrap_key_data(data)
+
+
+rand = defop("rand(SymInt[] size, Tensor key, *, ScalarType? dtype=None) -> Tensor",
+             lambda size, key, dtype=None: jax.random.uniform(_key(key), tuple(size),
+                                                              _dtype(dtype)),
+             shape=_sized, backward=NONDIFF)
+randn = defop("randn(SymInt[] size, Tensor key, *, ScalarType? dtype=None) -> Tensor",
+              lambda size, key, dtype=None: jax.random.normal(_key(key), tuple(size),
+                                                              _dtype(dtype)),
+              shape=_sized, backward=NONDIFF)
+randint = defop("randint.low(int low, int high, SymInt[] size, Tensor key, *, "
+                "ScalarType? dtype=None) -> Tensor",
+                lambda lo, hi, size, key, dtype=None: jax.random.randint(
+                    _key(key), tuple(size), lo, hi, _dtype(dtype, DEFAULT_INT)),
+                shape=lambda lo, hi, size, key, dtype=None: TensorMeta(
+                    tuple(size), _dtype(dtype, DEFAULT_INT)), backward=NONDIFF)
+
+
+class Generator:
+    """The global random state: hands out a fresh PRNG key (a uint32[2] Tensor) per call.
+
+    >>> g = Generator(0); a = g.next_key(); _ = g.manual_seed(0)
+    >>> bool((g.next_key().numpy() == a.numpy()).all())
+    True
+    """
+
+    def __init__(self, seed: int) -> None:
+        self.manual_seed(seed)
+
+    def manual_seed(self, seed: int) -> "Generator":
+        self._seed = int(seed)
+        # keys are drawn on the host: cheaper than a jax.random.split dispatch per call
+        self._rng = np.random.Generator(np.random.PCG64(self._seed & (2 ** 64 - 1)))
+        return self
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def next_key(self) -> Tensor:
+        return _make(jnp.asarray(self._rng.integers(0, 2 ** 32, size=2, dtype=np.uint32)))
+
+
+default_generator = Generator(67280421310721)  # PyTorch's default seed

@@ -1,0 +1,395 @@
+"""Indexing: reads (select, slice, index, gather) paired with their writes (the *_backward and
+*_scatter ops, index_put, scatter_add), and ``x[...]`` / ``x[...] = v`` built from them.
+
+``x[i, 1:3, None, idx]`` becomes select -> slice -> unsqueeze -> index; assignment reads the
+same chain, then writes the value back up it (scatter of each step in reverse) and finally
+``copy_``s the result into ``x``: one in-place primitive, and every step differentiable.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from autograd_compile.autograd.derivatives import alias_for_inplace
+from autograd_compile.fake import TensorMeta
+from autograd_compile.symbolic_shapes import SymInt
+from autograd_compile.tensor import Tensor
+
+from ._defop import NONDIFF, defop, inplace, reduce_grad
+from ._dtypes import BOOL, DEFAULT_INT, cast, category
+from ._shapes import broadcast_shapes, shape_of, slice_length, wrap_dim
+from .elementwise import where
+from .factories import full, zeros
+
+
+def _at(d: int, i: Any) -> tuple:
+    """The jnp index tuple that picks ``i`` (an int or slice) along dim ``d``."""
+    return (slice(None),) * d + (i,)
+
+
+def _scatter_rule(x: Any, part: TensorMeta) -> TensorMeta:
+    """A write into ``part`` of ``x`` (already validated by the read's rule) keeps x's meta."""
+    return TensorMeta(tuple(x.shape), x.dtype)
+
+
+# -- select: one position along a dim ---------------------------------------------------------
+def _position(index: Any, size: Any, d: int) -> Any:
+    if not -size <= index < size:
+        raise RuntimeError(f"select(): index {index} out of range for tensor of size {size} at "
+                           f"dimension {d}")
+    return index + size if index < 0 else index
+
+
+def _selected(shape: tuple, dim: int, index: Any) -> tuple:
+    d = wrap_dim(dim, len(shape))
+    _position(index, shape[d], d)
+    return shape[:d] + shape[d + 1:]
+
+
+def _select_rule(x: Any, dim: int, index: Any) -> TensorMeta:
+    return TensorMeta(_selected(tuple(x.shape), dim, index), x.dtype)
+
+
+# the index is traced (one program serves every position: ``for row in x`` compiles once);
+# the shape rule checks its bounds eagerly first (check=True)
+def _select(x: Any, dim: int, index: Any) -> Any:
+    d = wrap_dim(dim, x.ndim)
+    i = jnp.where(index < 0, index + x.shape[d], index)
+    return jax.lax.dynamic_index_in_dim(x, i, d, keepdims=False)
+
+
+def _select_write(base: Any, src: Any, dim: int, index: Any) -> Any:
+    d = wrap_dim(dim, base.ndim)
+    i = jnp.where(index < 0, index + base.shape[d], index)
+    part = jnp.broadcast_to(cast(src, base.dtype), base.shape[:d] + base.shape[d + 1:])
+    return jax.lax.dynamic_update_index_in_dim(base, jnp.expand_dims(part, d), i, d)
+
+
+def _select_backward_rule(g: Any, sizes: Any, dim: int, i: Any) -> TensorMeta:
+    _selected(tuple(sizes), dim, i)
+    return TensorMeta(tuple(sizes), g.dtype)
+
+
+_INDEX = {"dynamic": ("index",), "check": True}
+select = defop("select.int(Tensor self, int dim, SymInt index) -> Tensor", _select,
+               shape=_select_rule, save=(), **_INDEX,
+               backward=lambda g, x, dim, i, out: select_backward(g, list(x.shape), dim, i))
+select_backward = defop(
+    "select_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt index) -> Tensor",
+    lambda g, sizes, dim, i: _select_write(jnp.zeros(tuple(sizes), g.dtype), g, dim, i),
+    shape=_select_backward_rule, save=(), **_INDEX,
+    backward=lambda gg, g, sizes, dim, i, out: select(gg, dim, i))
+select_scatter = defop(
+    "select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor", _select_write,
+    shape=lambda x, src, dim, i: _scatter_rule(x, _select_rule(x, dim, i)), save=(), **_INDEX,
+    backward=lambda g, x, src, dim, i, out: (
+        reduce_grad(select_scatter(g, 0, dim, i), x), reduce_grad(select(g, dim, i), src)))
+
+
+# -- slice: start:end:step along a dim --------------------------------------------------------
+def _bounds(shape: tuple, dim: int, start: Any, end: Any, step: Any) -> tuple:
+    d = wrap_dim(dim, len(shape))
+    return (d, *slice_length(shape[d], start, end, step))
+
+
+def _slice_rule(x: Any, dim: int = 0, start: Any = None, end: Any = None, step: Any = 1) -> Any:
+    d, _, _, n = _bounds(tuple(x.shape), dim, start, end, step)
+    return TensorMeta(tuple(x.shape[:d]) + (n,) + tuple(x.shape[d + 1:]), x.dtype)
+
+
+def _slice(x: Any, dim: int = 0, start: Any = None, end: Any = None, step: Any = 1) -> Any:
+    d, s, e, _ = _bounds(x.shape, dim, start, end, step)
+    return jax.lax.slice_in_dim(x, s, e, step, axis=d)
+
+
+def _slice_write(base: Any, src: Any, dim: int = 0, start: Any = None, end: Any = None,
+                 step: Any = 1) -> Any:
+    d, s, e, _ = _bounds(base.shape, dim, start, end, step)
+    return base.at[_at(d, slice(s, e, step))].set(cast(src, base.dtype))
+
+
+_SLICE = "int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1"
+slice_op = defop(f"slice.Tensor(Tensor self, {_SLICE}) -> Tensor", _slice, shape=_slice_rule,
+                 save=(), backward=lambda g, x, dim, s, e, step, out: slice_backward(
+                     g, list(x.shape), dim, s, e, step))
+slice_backward = defop(
+    f"slice_backward(Tensor grad_output, SymInt[] input_sizes, {_SLICE}) -> Tensor",
+    lambda g, sizes, *a: _slice_write(jnp.zeros(tuple(sizes), g.dtype), g, *a),
+    shape=lambda g, sizes, *a: TensorMeta(tuple(sizes), g.dtype), save=(),
+    backward=lambda gg, g, sizes, dim, s, e, step, out: slice_op(gg, dim, s, e, step))
+slice_scatter = defop(
+    f"slice_scatter(Tensor self, Tensor src, {_SLICE}) -> Tensor", _slice_write,
+    shape=lambda x, src, *a: _scatter_rule(x, _slice_rule(x, *a)),
+    save=(), backward=lambda g, x, src, dim, s, e, step, out: (
+        reduce_grad(slice_scatter(g, 0, dim, s, e, step), x),
+        reduce_grad(slice_op(g, dim, s, e, step), src)))
+
+
+# -- index: integer tensors per leading dim (None = the whole dim) ----------------------------
+def _index_shape(shape: tuple, indices: list) -> tuple:
+    """numpy's advanced-indexing result shape: broadcast index shapes go where the indexed
+    dims were if those are adjacent, else to the front."""
+    if len(indices) > len(shape):
+        raise RuntimeError(f"too many indices for tensor of dimension {len(shape)} (got "
+                           f"{len(indices)})")
+    used = [(d, t) for d, t in enumerate(indices) if t is not None]
+    if not used:
+        return shape
+    for _, t in used:
+        if category(t.dtype) != 1:
+            raise RuntimeError(f"tensors used as indices must be long or int tensors (bool "
+                               f"masks are turned into indices before), got {t.dtype}")
+    try:
+        b = broadcast_shapes(*(tuple(t.shape) for _, t in used))
+    except RuntimeError:
+        shapes = ", ".join(str(list(t.shape)) for _, t in used)
+        raise RuntimeError(f"shape mismatch: indexing tensors could not be broadcast together "
+                           f"with shapes {shapes}") from None
+    dims = [d for d, _ in used]
+    if dims == list(range(dims[0], dims[-1] + 1)):
+        return shape[:dims[0]] + b + shape[dims[-1] + 1:]
+    return b + tuple(s for d, s in enumerate(shape) if d not in dims)
+
+
+def _check_bounds(x: Any, indices: list, *rest: Any) -> None:
+    """Eager only (concrete indices): jax would clamp an out-of-range index silently."""
+    shape = x.shape
+    for d, t in enumerate(indices):
+        if t is None or isinstance(t, jax.core.Tracer) or not t.size:
+            continue
+        a = np.asarray(t)
+        bad = a.max() if a.max() >= shape[d] else a.min() if a.min() < -shape[d] else None
+        if bad is not None:
+            raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size "
+                               f"{shape[d]}")
+
+
+def _jnp_index(indices: list) -> tuple:
+    return tuple(slice(None) if t is None else t for t in indices)
+
+
+def _index(x: Any, indices: list) -> Any:
+    return x[_jnp_index(indices)]
+
+
+def _index_put_rule(x: Any, indices: list, values: Any, accumulate: bool = False) -> TensorMeta:
+    target = _index_shape(tuple(x.shape), indices)
+    if broadcast_shapes(shape_of(values), target) != target:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(shape_of(values))} "
+                           f"cannot be broadcast to indexing result of shape {list(target)}")
+    return TensorMeta(tuple(x.shape), x.dtype)
+
+
+def _index_put(x: Any, indices: list, values: Any, accumulate: bool = False) -> Any:
+    at = x.at[_jnp_index(indices)]
+    return at.add(cast(values, x.dtype)) if accumulate else at.set(cast(values, x.dtype))
+
+
+def _index_put_backward(g: Any, x: Any, indices: list, values: Any, accumulate: bool,
+                        out: Any) -> tuple:
+    gx = g if accumulate else index_put(g, indices, 0)  # overwritten entries get nothing
+    gv = reduce_grad(index(g, indices), values) if hasattr(values, "shape") else None
+    return reduce_grad(gx, x), [None] * len(indices), gv
+
+
+index = defop("index.Tensor(Tensor self, Tensor[] indices) -> Tensor", _index,
+              pre=_check_bounds, shape=lambda x, ix: TensorMeta(_index_shape(tuple(x.shape), ix), x.dtype),
+              save=("indices",), backward=lambda g, x, ix, out: (
+                  index_put(zeros(list(x.shape), dtype=g.dtype), ix, g, True), [None] * len(ix)))
+index_put = defop("index_put(Tensor self, Tensor[] indices, Tensor values, bool accumulate=False)"
+                  " -> Tensor", _index_put, shape=_index_put_rule, check=True,
+                  pre=_check_bounds,
+                  save=("indices",), backward=_index_put_backward)
+
+
+# -- gather / scatter_add along one dim ---------------------------------------------------------
+def _grid(index: Any, d: int) -> tuple:
+    """Full coordinates for every entry of ``index``: ``index`` itself along ``d``."""
+    return tuple(index if i == d else jax.lax.broadcasted_iota(DEFAULT_INT, index.shape, i)
+                 for i in range(index.ndim))
+
+
+def _gather_rule(x: Any, dim: int, index: Any, *src: Any) -> TensorMeta:
+    if index.ndim != x.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    if category(index.dtype) != 1:
+        raise RuntimeError(f"gather(): Expected dtype int64 for index, got {index.dtype}")
+    wrap_dim(dim, x.ndim)
+    return TensorMeta(tuple(index.shape) if not src else tuple(x.shape), x.dtype)
+
+
+def _scatter_add(x: Any, dim: int, index: Any, src: Any) -> Any:
+    part = src[tuple(slice(0, n) for n in index.shape)]
+    return x.at[_grid(index, wrap_dim(dim, x.ndim))].add(cast(part, x.dtype))
+
+
+gather = defop("gather(Tensor self, int dim, Tensor index) -> Tensor",
+               lambda x, dim, ix: x[_grid(ix, wrap_dim(dim, x.ndim))], shape=_gather_rule, check=True,
+               save=("index",), backward=lambda g, x, dim, ix, out: (scatter_add(
+                   zeros(list(x.shape), dtype=g.dtype), dim, ix, g), None))
+scatter_add = defop("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+                    _scatter_add, shape=_gather_rule, save=("index",), check=True,
+                    backward=lambda g, x, dim, ix, src, out: (
+                        reduce_grad(g, x), None, reduce_grad(gather(g, dim, ix), src)))
+
+
+# -- masks ------------------------------------------------------------------------------------
+def _masked_fill_rule(x: Any, mask: Any, value: Any) -> TensorMeta:
+    if mask.dtype != BOOL:
+        raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype}")
+    return TensorMeta(broadcast_shapes(tuple(x.shape), tuple(mask.shape)), x.dtype)
+
+
+masked_fill = defop("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
+                    lambda x, m, v: jnp.where(m, cast(v, x.dtype), x), shape=_masked_fill_rule,
+                    check=True, save=("mask",),
+                    backward=lambda g, x, m, v, out: (reduce_grad(masked_fill(g, m, 0), x), None))
+
+
+def _data_dependent(x: Any) -> TensorMeta:
+    raise RuntimeError("nonzero(): the output size depends on the tensor's values, which a fake "
+                       "or traced tensor does not have; use where() or masked_fill() instead")
+
+
+nonzero = defop("nonzero(Tensor self) -> Tensor", lambda x: jnp.argwhere(x).astype(DEFAULT_INT),
+                shape=_data_dependent, backward=NONDIFF, jit=False)  # data-dependent size
+index_put_ = inplace("index_put_", index_put)
+masked_fill_ = inplace("masked_fill_", masked_fill)
+
+
+# -- x[index] and x[index] = value ----------------------------------------------------------
+def _as_index_tensor(i: Any) -> Any:
+    """Lists and numpy arrays of ints/bools become index tensors; other items stay."""
+    if isinstance(i, (list, np.ndarray)):
+        a = np.asarray(i)
+        return Tensor(jnp.asarray(a if a.dtype == np.bool_ else a.astype(np.int64)))
+    return i
+
+
+def _consumed(i: Any) -> int:
+    if i is None or i is Ellipsis:
+        return 0
+    return i.ndim if isinstance(i, Tensor) and i.dtype == BOOL else 1
+
+
+def _normalise(shape: tuple, index: Any) -> tuple:
+    items = tuple(_as_index_tensor(i) for i in (index if isinstance(index, tuple) else (index,)))
+    if sum(i is Ellipsis for i in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(_consumed(i) for i in items)
+    if used > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    if Ellipsis in items:
+        at = next(k for k, i in enumerate(items) if i is Ellipsis)
+        items = items[:at] + (slice(None),) * (len(shape) - used) + items[at + 1:]
+    return items
+
+
+def _mask_indices(mask: Tensor) -> list:
+    """A bool mask as one index tensor per masked dim (eager only: the count is data)."""
+    nz = nonzero(mask)
+    return [select(nz, 1, k) for k in range(mask.ndim)]
+
+
+def _int_step(i: Any, shape: tuple, orig: int, d: int) -> tuple:
+    """select(d, i); ``orig`` is the dim of the original tensor (for the message)."""
+    i = i if isinstance(i, SymInt) else operator.index(i)
+    size = shape[orig]
+    if isinstance(i, int) and isinstance(size, int) and not -size <= i < size:
+        raise IndexError(f"index {i} is out of bounds for dimension {orig} with size {size}")
+    return ("select", d, i)
+
+
+def steps_of(shape: tuple, index: Any) -> list[tuple]:
+    """The op chain of ``x[index]``: ("select", d, i), ("slice", d, start, end, step),
+    ("unsqueeze", d) and at most one final ("index", [tensor or None per dim])."""
+    steps, adv, d, orig = [], {}, 0, 0
+    for i in _normalise(shape, index):
+        if i is None:
+            steps.append(("unsqueeze", d))
+            d += 1
+        elif isinstance(i, slice):
+            step = 1 if i.step is None else i.step
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            if (i.start, i.stop, step) != (None, None, 1):
+                steps.append(("slice", d, i.start, i.stop, step))
+            d, orig = d + 1, orig + 1
+        elif isinstance(i, Tensor) and i.dtype == BOOL:
+            for k, t in enumerate(_mask_indices(i)):
+                adv[d + k] = t
+            d, orig = d + i.ndim, orig + i.ndim
+        elif isinstance(i, Tensor):
+            adv[d] = i
+            d, orig = d + 1, orig + 1
+        else:
+            steps.append(_int_step(i, shape, orig, d))
+            orig += 1
+    if adv:
+        steps.append(("index", [adv.get(k) for k in range(max(adv) + 1)]))
+    return steps
+
+
+def _read(x: Any, step: tuple) -> Any:
+    kind, *a = step
+    if kind == "select":
+        return select(x, *a)
+    if kind == "slice":
+        return slice_op(x, *a)
+    return x.unsqueeze(a[0]) if kind == "unsqueeze" else index(x, a[0])
+
+
+def _write(base: Any, new: Any, step: tuple) -> Any:
+    kind, *a = step
+    if kind == "select":
+        return select_scatter(base, new, *a)
+    if kind == "slice":
+        return slice_scatter(base, new, *a)
+    return new.squeeze(a[0]) if kind == "unsqueeze" else index_put(base, a[0], new)
+
+
+def getitem(x: Tensor, index: Any) -> Tensor:
+    """``x[index]``: ints, slices (positive steps), None, Ellipsis, int/bool tensors, lists."""
+    steps = steps_of(tuple(x.shape), index)
+    if not steps:
+        return x.view(list(x.shape))  # x[...] / x[:]: a new tensor, as PyTorch's view
+    for step in steps:
+        x = _read(x, step)
+    return x
+
+
+def _value_like(value: Any, target: Any, dtype: Any) -> Any:
+    """The assigned value as a tensor of ``target``'s shape and ``x``'s dtype."""
+    if not isinstance(value, Tensor):
+        return full(list(target.shape), value, dtype=dtype)
+    value = value.to(dtype) if value.dtype != dtype else value
+    while value.ndim > target.ndim and value.shape[0] == 1:  # PyTorch drops leading 1s
+        value = value.squeeze(0)
+    return value.expand(list(target.shape)) if tuple(value.shape) != tuple(target.shape) \
+        else value
+
+
+def _where_mask(mask: Tensor, value: Any, x: Tensor) -> Tensor:
+    if isinstance(value, Tensor):
+        return where(mask, value.to(x.dtype) if value.dtype != x.dtype else value, x)
+    return masked_fill(x, mask, value)
+
+
+def setitem(x: Tensor, index: Any, value: Any) -> None:
+    """``x[index] = value``: read the chain, write the value back up it, copy_ into x."""
+    if isinstance(index, Tensor) and index.dtype == BOOL and tuple(index.shape) == tuple(x.shape):
+        x.copy_(_where_mask(index, value, alias_for_inplace(x)))  # x[mask] = v: no data-
+        return                                                     # dependent sizes needed
+    steps = steps_of(tuple(x.shape), index)
+    bases = [alias_for_inplace(x)]  # reads see the value before the write
+    for step in steps:
+        bases.append(_read(bases[-1], step))
+    new = _value_like(value, bases[-1], x.dtype)
+    for step, base in zip(reversed(steps), reversed(bases[:-1])):
+        new = _write(base, new, step)
+    x.copy_(new)

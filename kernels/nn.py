@@ -1,0 +1,256 @@
+"""Neural-network ops with fused, numerically stable kernels and hand-written backward formulas:
+softmax, log_softmax, gelu, layer_norm, cross_entropy, mse_loss; ``linear`` decomposes.
+
+Each kernel is one JAX function (max-subtracted exponentials, statistics in at least float32)
+so XLA fuses it; each formula is written in our ops, so double backward works.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.special as jsp
+import numpy as np
+
+from autograd_compile.fake import TensorMeta
+
+from ._defop import defop, reduce_grad
+from ._dtypes import DEFAULT_FLOAT, as_dtype, category, is_float, promote, to_float
+from ._shapes import broadcast_shapes, numel, wrap_dim
+from .elementwise import ne, wants, where
+from .factories import zeros_like
+from .indexing import index, scatter_add
+from .linalg import matmul
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+# -- softmax / log_softmax over one dim ---------------------------------------------------------
+def _softmax_rule(x: Any, dim: int, dtype: Any = None) -> TensorMeta:
+    wrap_dim(dim, x.ndim)
+    return TensorMeta(tuple(x.shape), as_dtype(dtype) or to_float(x.dtype))
+
+
+def _shifted(x: Any, dim: int, dtype: Any) -> tuple[Any, int]:
+    """x minus its max along dim (so exp cannot overflow), in the output dtype."""
+    d = wrap_dim(dim, x.ndim)
+    x = x.astype(as_dtype(dtype) or to_float(x.dtype))
+    return x - jax.lax.stop_gradient(jnp.max(x, d, keepdims=True)), d
+
+
+def _softmax(x: Any, dim: int, dtype: Any = None) -> Any:
+    z, d = _shifted(x, dim, dtype)
+    e = jnp.exp(z)
+    return e / jnp.sum(e, d, keepdims=True)
+
+
+def _log_softmax(x: Any, dim: int, dtype: Any = None) -> Any:
+    z, d = _shifted(x, dim, dtype)
+    return z - jnp.log(jnp.sum(jnp.exp(z), d, keepdims=True))
+
+
+softmax = defop("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", _softmax,
+                shape=_softmax_rule, save=("out",),
+                backward=lambda g, x, dim, dtype, out: out * (g - (g * out).sum(dim, keepdim=True)))
+log_softmax = defop("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
+                    _log_softmax, shape=_softmax_rule, save=("out",),
+                    backward=lambda g, x, dim, dtype, out: g - out.exp() * g.sum(dim, keepdim=True))
+
+
+# -- gelu -------------------------------------------------------------------------------------
+_K = math.sqrt(2 / math.pi)  # tanh approximation: 0.5 x (1 + tanh(K (x + C x^3)))
+_C = 0.044715
+
+
+def _gelu_rule(x: Any, *, approximate: str = "none") -> TensorMeta:
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh, got "
+                           f"{approximate!r}")
+    return TensorMeta(tuple(x.shape), to_float(x.dtype))
+
+
+def _gelu(x: Any, *, approximate: str = "none") -> Any:
+    x = x.astype(to_float(x.dtype))
+    if approximate == "tanh":
+        return 0.5 * x * (1 + jnp.tanh(_K * (x + _C * x * x * x)))
+    return 0.5 * x * (1 + jsp.erf(x / math.sqrt(2)))
+
+
+def _gelu_backward(g: Any, x: Any, approximate: str, out: Any) -> Any:
+    if approximate == "tanh":
+        t = ((x + x * x * x * _C) * _K).tanh()
+        inner = (x * x * (3 * _C) + 1) * _K
+        return g * ((t + 1) * 0.5 + x * (1 - t * t) * inner * 0.5)
+    cdf = ((x * (1 / math.sqrt(2))).erf() + 1) * 0.5
+    pdf = (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
+    return g * (cdf + x * pdf)
+
+
+gelu = defop("gelu(Tensor self, *, str approximate='none') -> Tensor", _gelu, shape=_gelu_rule,
+             check=True, save=("self",), backward=_gelu_backward)
+
+
+# -- layer_norm over the trailing normalized_shape dims ---------------------------------------------
+def _ln_dims(x: Any, shape: Any) -> tuple[int, ...]:
+    k, tail = len(shape), tuple(x.shape[x.ndim - len(shape):])
+    if k == 0 or k > x.ndim or tail != tuple(shape):
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size"
+                           f"{list(x.shape)}")
+    return tuple(range(x.ndim - k, x.ndim))
+
+
+def _ln_rule(x: Any, shape: Any, w: Any = None, b: Any = None, eps: float = 1e-5) -> TensorMeta:
+    _ln_dims(x, shape)
+    for name, p in (("weight", w), ("bias", b)):
+        if p is None:
+            continue
+        if tuple(p.shape) != tuple(shape):
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
+                               f"{name} of shape {list(p.shape)} and normalized_shape = "
+                               f"{list(shape)}")
+        if p.dtype != x.dtype:
+            raise RuntimeError(f"layer_norm: expected {name} to have the input's dtype {x.dtype}, "
+                               f"got {p.dtype}")
+    return TensorMeta(tuple(x.shape), x.dtype)
+
+
+def _layer_norm(x: Any, shape: Any, w: Any = None, b: Any = None, eps: float = 1e-5) -> Any:
+    dims = _ln_dims(x, shape)
+    xf = x.astype(promote(x.dtype, DEFAULT_FLOAT))  # statistics in >= float32
+    mu = jnp.mean(xf, dims, keepdims=True)
+    var = jnp.mean(jnp.square(xf - mu), dims, keepdims=True)
+    y = ((xf - mu) * jax.lax.rsqrt(var + eps)).astype(x.dtype)
+    y = y if w is None else y * w
+    return y if b is None else y + b
+
+
+def _layer_norm_backward(g: Any, x: Any, shape: Any, w: Any, b: Any, eps: float,
+                         out: Any) -> tuple:
+    """Recomputes the statistics from x (cheap next to saving two more tensors)."""
+    dims = list(_ln_dims(x, shape))
+    xc = x - x.mean(dims, keepdim=True)
+    rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+    xhat = xc * rstd
+    gh = g if w is None else g * w
+    gx = rstd * (gh - gh.mean(dims, keepdim=True) - xhat * (gh * xhat).mean(dims, keepdim=True))
+    gw = reduce_grad(g * xhat, w) if wants(w) else None
+    return gx, gw, reduce_grad(g, b) if wants(b) else None
+
+
+layer_norm = defop("layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, "
+                   "Tensor? bias=None, float eps=1e-05) -> Tensor", _layer_norm, shape=_ln_rule,
+                   check=True, save=("input", "weight"), backward=_layer_norm_backward)
+
+
+# -- cross_entropy on class indices -------------------------------------------------------------
+def _ce_rule(x: Any, t: Any, w: Any = None, reduction: str = "mean", ignore_index: int = -100,
+             label_smoothing: float = 0.0) -> TensorMeta:
+    if x.ndim == 0:
+        raise RuntimeError("cross_entropy: input must have at least 1 dimension (classes)")
+    if category(t.dtype) != 1:
+        raise RuntimeError(f"cross_entropy: expected target of class indices with an integer "
+                           f"dtype (int64), got {t.dtype}")
+    want = () if x.ndim == 1 else (x.shape[0],) + tuple(x.shape[2:])
+    if tuple(t.shape) != want:
+        raise RuntimeError(f"Expected input batch_size ({x.shape[0] if x.ndim > 1 else 1}) to "
+                           f"match target batch_size ({t.shape[0] if t.ndim else 1}): input "
+                           f"{list(x.shape)} needs target {list(want)}, got {list(t.shape)}")
+    classes = x.shape[1 if x.ndim > 1 else 0]
+    if w is not None and tuple(w.shape) != (classes,):
+        raise RuntimeError(f"weight tensor should be defined either for all {classes} classes "
+                           f"or no classes but got weight tensor of shape: {list(w.shape)}")
+    if reduction not in _REDUCTIONS:
+        raise RuntimeError(f"{reduction} is not a valid value for reduction")
+    if not is_float(x.dtype):
+        raise RuntimeError(f"cross_entropy: expected floating-point input, got {x.dtype}")
+    return TensorMeta(tuple(t.shape) if reduction == "none" else (), x.dtype)
+
+
+def _check_targets(x: Any, t: Any, w: Any = None, reduction: str = "mean",
+                   ignore_index: int = -100, label_smoothing: float = 0.0) -> None:
+    """Eager only: jax would clamp an out-of-range class silently."""
+    if isinstance(t, jax.core.Tracer) or not t.size:
+        return
+    classes = x.shape[1 if x.ndim > 1 else 0]
+    a = np.asarray(t)
+    bad = a[(a != ignore_index) & ((a < 0) | (a >= classes))]
+    if bad.size:
+        raise RuntimeError(f"Target {bad.flat[0]} is out of bounds (classes: {classes}).")
+
+
+def _cross_entropy(x: Any, t: Any, w: Any = None, reduction: str = "mean",
+                   ignore_index: int = -100, label_smoothing: float = 0.0) -> Any:
+    c = 1 if x.ndim > 1 else 0
+    logp = _log_softmax(x, c)
+    valid = t != ignore_index
+    ts = jnp.where(valid, t, 0)
+    picked = jnp.take_along_axis(logp, jnp.expand_dims(ts, c), axis=c).squeeze(c)
+    wt = valid.astype(x.dtype) if w is None else w[ts] * valid
+    loss = -picked * wt
+    if label_smoothing:
+        wc = 1 if w is None else w.reshape((-1,) + (1,) * (x.ndim - c - 1))
+        smooth = -jnp.sum(logp * wc, c) * valid
+        loss = (1 - label_smoothing) * loss + smooth * (label_smoothing / x.shape[c])
+    if reduction == "none":
+        return loss
+    return jnp.sum(loss) if reduction == "sum" else jnp.sum(loss) / jnp.sum(wt)
+
+
+def _ce_backward(g: Any, x: Any, t: Any, w: Any, reduction: str, ignore_index: int,
+                 ls: float, out: Any) -> tuple:
+    """d loss / d logp, then through log_softmax: dx = dlogp - softmax * sum(dlogp)."""
+    if w is not None and w.requires_grad:
+        raise RuntimeError("the derivative for 'weight' of cross_entropy is not implemented")
+    c = 1 if x.ndim > 1 else 0
+    valid = ne(t, ignore_index)
+    ts = where(valid, t, 0)
+    wt = valid.to(x.dtype) if w is None else index(w, [ts]) * valid
+    gs = g if reduction == "none" else g.expand(t.shape)
+    gs = gs / wt.sum() if reduction == "mean" else gs
+    picked = (gs * wt * -(1 - ls)).unsqueeze(c)
+    dlogp = scatter_add(zeros_like(x), c, ts.unsqueeze(c), picked)
+    if ls:
+        wc = 1 if w is None else w.reshape([-1] + [1] * (x.ndim - c - 1))
+        dlogp = dlogp - (gs * valid).unsqueeze(c) * wc * (ls / x.shape[c])
+    return dlogp - x.softmax(c) * dlogp.sum(c, keepdim=True), None, None
+
+
+cross_entropy = defop("cross_entropy(Tensor self, Tensor target, Tensor? weight=None, "
+                      "str reduction='mean', int ignore_index=-100, float label_smoothing=0.0) "
+                      "-> Tensor", _cross_entropy, shape=_ce_rule, check=True,
+                      backward=_ce_backward, static=("label_smoothing",), pre=_check_targets)
+
+
+# -- mse_loss, linear -------------------------------------------------------------------------
+def _mse_rule(x: Any, t: Any, reduction: str = "mean") -> TensorMeta:
+    if reduction not in _REDUCTIONS:
+        raise RuntimeError(f"{reduction} is not a valid value for reduction")
+    shape = broadcast_shapes(tuple(x.shape), tuple(t.shape))
+    return TensorMeta(shape if reduction == "none" else (), promote(x.dtype, t.dtype))
+
+
+def _mse(x: Any, t: Any, reduction: str = "mean") -> Any:
+    d = jnp.square(x - t)
+    return d if reduction == "none" else jnp.sum(d) if reduction == "sum" else jnp.mean(d)
+
+
+def _mse_backward(g: Any, x: Any, t: Any, reduction: str, out: Any) -> tuple:
+    diff = x - t
+    gd = diff * ((g / numel(diff.shape) if reduction == "mean" else g) * 2)
+    return reduce_grad(gd, x), reduce_grad(-gd, t) if wants(t) else None
+
+
+mse_loss = defop("mse_loss(Tensor self, Tensor target, str reduction='mean') -> Tensor", _mse,
+                 shape=_mse_rule, check=True, backward=_mse_backward)
+
+
+def _linear(x: Any, w: Any, b: Any = None) -> Any:
+    out = matmul(x, w.mT if w.ndim == 2 else w)
+    return out if b is None else out + b
+
+
+linear = defop("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+               composite=_linear)

@@ -1,0 +1,278 @@
+"""Compiled autograd: capture, cache keys and guards, backends, errors, logging."""
+from __future__ import annotations
+
+import logging
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autograd_compile as acg
+import autograd_compile.nn.functional as F
+from autograd_compile import compiled_autograd as ca
+from conftest import assert_close
+
+BACKENDS = ["eager", "jax"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    ca.reset()
+    yield
+    ca.reset()
+
+
+def mlp(batch, seed=0, width=8):
+    rng = np.random.default_rng(seed)
+    x = acg.tensor(rng.standard_normal((batch, 4)), dtype=acg.float32)
+    w1 = acg.tensor(rng.standard_normal((4, width)), dtype=acg.float32, requires_grad=True)
+    w2 = acg.tensor(rng.standard_normal((width, 1)), dtype=acg.float32, requires_grad=True)
+    return x, w1, w2
+
+
+def loss_of(x, w1, w2, scale=1.0):
+    return (((x @ w1).tanh() @ w2) ** 2).mean() * scale
+
+
+def jax_grads(x, w1, w2, scale=1.0):
+    f = lambda w1, w2: (jnp.tanh(x.numpy() @ w1) @ w2).__pow__(2).mean() * scale
+    return jax.grad(f, (0, 1))(w1.numpy(), w2.numpy())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gradients_match_jax(backend):
+    x, w1, w2 = mlp(6)
+    with ca.enable(backend):
+        loss_of(x, w1, w2).backward()
+    g1, g2 = jax_grads(x, w1, w2)
+    assert_close(w1.grad, g1, rtol=1e-5)
+    assert_close(w2.grad, g2, rtol=1e-5)
+    assert ca.counters["captures"] == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_one_capture_serves_every_batch_size(backend):
+    for batch in range(10, 91, 10):
+        x, w1, w2 = mlp(batch, seed=batch)
+        with ca.enable(backend):
+            loss_of(x, w1, w2).backward()
+        g1, _ = jax_grads(x, w1, w2)
+        assert_close(w1.grad, g1, rtol=1e-5, atol=1e-6)
+    assert ca.counters["captures"] == 1 and ca.counters["cache_hits"] == 8
+    if backend == "jax":
+        assert ca.counters["compiles"] == 9  # XLA still builds one program per shape
+
+
+def test_fresh_parameters_same_shapes_reuse_the_capture():
+    for seed in range(3):
+        x, w1, w2 = mlp(5, seed=seed)
+        with ca.enable("jax"):
+            loss_of(x, w1, w2).backward()
+    assert ca.counters["captures"] == 1
+
+
+def test_scalar_change_is_lifted_not_recaptured():
+    results = []
+    for scale in (1.0, 2.5, -3.0):
+        x, w1, w2 = mlp(5)
+        with ca.enable("jax"):
+            loss_of(x, w1, w2, scale).backward()
+        g1, _ = jax_grads(x, w1, w2, scale)
+        assert_close(w1.grad, g1, rtol=1e-5)
+        results.append(w1.grad.numpy())
+    assert ca.counters["captures"] == 1
+
+
+def test_changed_hook_closure_is_not_recaptured():
+    for factor in (2.0, 5.0):
+        x, w1, w2 = mlp(5)
+        w1.register_hook(lambda g, f=factor: g * f)
+        with ca.enable("jax"):
+            loss_of(x, w1, w2).backward()
+        g1, _ = jax_grads(x, w1, w2)
+        assert_close(w1.grad, np.asarray(g1) * factor, rtol=1e-5)
+    assert ca.counters["captures"] == 1
+
+
+def test_integer_exponent_change_recaptures():
+    for p in (2, 3):
+        x = acg.tensor([1.0, 2.0], requires_grad=True)
+        with ca.enable("jax"):
+            (x ** p).sum().backward()
+        assert_close(x.grad, p * np.array([1.0, 2.0]) ** (p - 1))
+    assert ca.counters["captures"] == 2
+
+
+def test_hook_count_change_recaptures():
+    x, w1, w2 = mlp(5)
+    with ca.enable("jax"):
+        loss_of(x, w1, w2).backward()
+        w1.register_hook(lambda g: g)
+        loss_of(x, w1, w2).backward()
+    assert ca.counters["captures"] == 2
+
+
+def test_grad_defined_or_not_is_in_the_key():
+    x, w1, w2 = mlp(5)
+    with ca.enable("jax"):
+        loss_of(x, w1, w2).backward()
+        loss_of(x, w1, w2).backward()  # now .grad exists: accumulate
+    g1, _ = jax_grads(x, w1, w2)
+    assert_close(w1.grad, 2 * np.asarray(g1), rtol=1e-5)
+    assert ca.counters["captures"] == 2
+
+
+def test_pinned_graph_code():
+    x = acg.tensor([1.0, 2.0], requires_grad=True)
+    y = (x.sin() * 3.0).sum()
+    gms = []
+
+    def spy(gm):
+        gms.append(gm)
+        return gm
+    with ca.enable(spy):
+        y.backward()
+    assert gms[0].code.strip() == textwrap.dedent("""\
+        def forward(self, inputs, sizes, scalars, hooks, leaves):
+            getitem = operator.getitem(sizes, 0);  sizes = None
+            getitem_1 = operator.getitem(scalars, 0);  scalars = None
+            getitem_2 = operator.getitem(inputs, 0)
+            getitem_4 = operator.getitem(inputs, 2);  inputs = None
+            expand = ops.acg.expand(getitem_2, [getitem]);  getitem_2 = getitem = None
+            mul_Tensor = ops.acg.mul.Tensor(expand, getitem_1);  expand = getitem_1 = None
+            cos = ops.acg.cos(getitem_4);  getitem_4 = None
+            mul_Tensor_1 = ops.acg.mul.Tensor(mul_Tensor, cos);  mul_Tensor = cos = None
+            getitem_5 = operator.getitem(leaves, 0);  leaves = None
+            accumulate_grad(getitem_5, mul_Tensor_1);  getitem_5 = mul_Tensor_1 = None
+            return ()""")
+    assert_close(x.grad, 3 * np.cos([1.0, 2.0]))
+
+
+def test_pure_hooks_are_traced_into_the_program():
+    gms = []
+    x, w1, w2 = mlp(5)
+
+    @ca.pure_hook
+    def clip(g):
+        return g.clamp(-0.1, 0.1)
+    w1.register_hook(clip)
+    with ca.enable(lambda gm: gms.append(gm) or acg.backends.get("jax")(gm)):
+        loss_of(x, w1, w2).backward()
+    assert "call_tensor_pre_hook" not in gms[0].code and "clamp" in gms[0].code
+    g1, _ = jax_grads(x, w1, w2)
+    assert_close(w1.grad, np.clip(g1, -0.1, 0.1), rtol=1e-5)
+
+
+def test_nested_enable_innermost_wins_and_must_exit_in_order():
+    x = acg.tensor([1.0], requires_grad=True)
+    seen = []
+    outer = ca.enable(lambda gm: seen.append("outer") or gm)
+    inner = ca.enable(lambda gm: seen.append("inner") or gm)
+    with outer:
+        with inner:
+            (x * 2).sum().backward()
+        with ca.disable():
+            (x * 3).sum().backward()
+    assert seen == ["inner"]
+    assert x.grad.tolist() == [5.0]
+    outer.__enter__()
+    inner.__enter__()
+    with pytest.raises(RuntimeError, match="reverse order"):
+        outer.__exit__(None, None, None)
+    inner.__exit__(None, None, None)
+    outer.__exit__(None, None, None)
+
+
+def test_enable_rejects_a_non_compiler():
+    with pytest.raises(TypeError, match="expects a compiler_fn"):
+        ca.enable(42)
+    with pytest.raises(ValueError, match="unknown compiled-autograd backend"):
+        ca.enable("tpu-magic")
+
+
+def test_compiler_that_raises_or_returns_junk_changes_nothing_and_cache_recovers():
+    x, w1, w2 = mlp(5)
+    w1.grad = acg.ones(4, 8)
+
+    def broken(gm):
+        raise ValueError("compiler exploded")
+    with pytest.raises(ValueError, match="compiler exploded"), ca.enable(broken):
+        loss_of(x, w1, w2).backward()
+    with pytest.raises(TypeError, match="expected a callable"), ca.enable(lambda gm: 3):
+        loss_of(x, w1, w2).backward()
+    assert w1.grad.tolist() == np.ones((4, 8)).tolist() and w2.grad is None
+    with ca.enable("jax"):
+        loss_of(x, w1, w2).backward()
+    g1, _ = jax_grads(x, w1, w2)
+    assert_close(w1.grad, 1 + np.asarray(g1), rtol=1e-5)
+
+
+def test_create_graph_under_compile_gives_double_backward():
+    x = acg.tensor([0.5, 1.5], dtype=acg.float64, requires_grad=True)
+    with ca.enable("jax"):
+        (g,) = acg.autograd.grad((x ** 3).sum(), x, create_graph=True)
+    (gg,) = acg.autograd.grad(g.sum(), x)
+    assert_close(gg, 6 * np.array([0.5, 1.5]))
+
+
+class Cube(acg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.save_for_backward(x)
+        ctx.k = k
+        return x * x * x * k
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 3 * x * x * ctx.k, None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_custom_function_captured_with_lifted_ctx_scalar(backend):
+    for k in (2.0, 4.0):
+        x = acg.tensor([1.0, 2.0], requires_grad=True)
+        with ca.enable(backend):
+            Cube.apply(x, k).sum().backward()
+        assert_close(x.grad, 3 * k * np.array([1.0, 4.0]))
+    assert ca.counters["captures"] == 1
+
+
+def test_logs_show_graph_and_miss_reason(caplog, monkeypatch):
+    monkeypatch.setattr(acg.config, "LOGS", frozenset({"compiled_autograd_verbose"}))
+    logger = logging.getLogger("autograd_compile.compiled_autograd")
+    logger.setLevel(logging.DEBUG)
+    x = acg.tensor([1.0], requires_grad=True)
+    with caplog.at_level(logging.DEBUG, logger="autograd_compile.compiled_autograd"):
+        with ca.enable("eager"):
+            (x * 2).sum().backward()
+            (x.sin()).sum().backward()
+    text = caplog.text
+    assert "def forward(self, inputs, sizes, scalars, hooks, leaves)" in text
+    assert "cache miss: first graph" in text and "key differs at item" in text
+
+
+def test_reset_clears_cache_and_counters():
+    x = acg.tensor([1.0], requires_grad=True)
+    with ca.enable("eager"):
+        (x * 2).sum().backward()
+    ca.reset()
+    assert all(v == 0 for v in ca.counters.values())
+    with ca.enable("eager"):
+        (x * 2).sum().backward()
+    assert ca.counters["captures"] == 1
+
+
+def test_cross_entropy_training_step_matches_eager():
+    acg.manual_seed(0)
+    model = acg.nn.Sequential(acg.nn.Linear(6, 16), acg.nn.GELU(), acg.nn.Linear(16, 3))
+    x, y = acg.randn(8, 6), acg.tensor([0, 1, 2, 0, 1, 2, 0, 1])
+    F.cross_entropy(model(x), y).backward()
+    eager = [p.grad.numpy() for p in model.parameters()]
+    model.zero_grad()
+    with ca.enable("jax"):
+        F.cross_entropy(model(x), y).backward()
+    for p, e in zip(model.parameters(), eager):
+        assert_close(p.grad, e, rtol=1e-5, atol=1e-6)

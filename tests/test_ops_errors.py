@@ -1,0 +1,193 @@
+"""Bad input gets PyTorch's error class and a message naming the op, the shapes and the dtypes.
+
+One table drives the checks, in eager mode (the kernel) and under FakeTensorMode (the
+shape rule), which must agree.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import autograd_compile as acg
+import autograd_compile.nn.functional as F
+from autograd_compile.errors import OpError
+from autograd_compile.fake import FakeTensorMode
+
+
+def t(*shape: int, dtype: Any = acg.float32) -> acg.Tensor:
+    return acg.ones(*shape, dtype=dtype)
+
+
+def ints(*values: int) -> acg.Tensor:
+    return acg.tensor(list(values))
+
+
+# (name, inputs, call, substrings the message must contain)
+ERRORS: list[tuple[str, Callable[[], tuple], Callable[..., Any], list[str]]] = [
+    ("add_shapes", lambda: (t(2, 3), t(4)), lambda a, b: a + b,
+     ["acg::add.Tensor", "The size of tensor a (3) must match the size of tensor b (4) at "
+      "non-singleton dimension 1", "Tensor[2, 3] float32", "Tensor[4] float32"]),
+    ("mul_shapes_3d", lambda: (t(2, 3, 4), t(5, 1)), lambda a, b: a * b,
+     ["acg::mul.Tensor", "tensor a (3) must match the size of tensor b (5) at non-singleton "
+      "dimension 1", "Tensor[2, 3, 4]"]),
+    ("where_shapes", lambda: (t(3, dtype=acg.bool), t(2, 3), t(4)), acg.where,
+     ["acg::where.self", "must match", "Tensor[4] float32"]),
+    ("where_condition_dtype", lambda: (t(3), t(3), t(3)), acg.where,
+     ["acg::where.self", "boolean", "float32"]),
+    ("matmul_shapes", lambda: (t(2, 3), t(4, 5)), lambda a, b: a @ b,
+     ["acg::matmul", "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)", "Tensor[2, 3]",
+      "Tensor[4, 5] float32"]),
+    ("matmul_batched_shapes", lambda: (t(7, 2, 3), t(7, 4, 5)), acg.matmul,
+     ["acg::matmul", "(2x3 and 4x5)", "Tensor[7, 2, 3]"]),
+    ("matmul_batch_broadcast", lambda: (t(2, 2, 3), t(3, 3, 5)), acg.matmul,
+     ["acg::matmul", "must match", "Tensor[3, 3, 5]"]),
+    ("matmul_dtypes", lambda: (t(2, 3), t(3, 4, dtype=acg.float64)), acg.matmul,
+     ["acg::matmul", "same dtype", "float32", "float64", "Tensor[3, 4] float64"]),
+    ("matmul_scalar", lambda: (t(), t(3)), acg.matmul, ["acg::matmul", "at least 1D"]),
+    ("dot_sizes", lambda: (t(3), t(4)), acg.matmul, ["acg::matmul", "inconsistent tensor size"]),
+    ("mm_not_matrix", lambda: (t(2, 3, 4), t(4, 5)), acg.mm, ["acg::mm", "matrix", "Tensor[2, 3, 4]"]),
+    ("bmm_batch", lambda: (t(2, 3, 4), t(3, 4, 5)), acg.bmm,
+     ["acg::bmm", "Expected size for first two dimensions of batch2 tensor to be: [2, 4]"]),
+    ("linear_shapes", lambda: (t(2, 3), t(5, 4)), F.linear,
+     ["acg::matmul", "(2x3 and 4x5)"]),
+    ("sum_bad_dim", lambda: (t(2, 3),), lambda x: x.sum(3),
+     ["acg::sum.dim_IntList", "Dimension out of range (expected to be in range of [-2, 1], but "
+      "got 3)", "Tensor[2, 3] float32"]),
+    ("softmax_bad_dim", lambda: (t(2, 3),), lambda x: F.softmax(x, -3),
+     ["acg::softmax.int", "Dimension out of range", "got -3"]),
+    ("transpose_bad_dim", lambda: (t(2, 3),), lambda x: x.transpose(0, 2),
+     ["acg::transpose.int", "Dimension out of range"]),
+    ("duplicate_dims", lambda: (t(2, 3),), lambda x: x.sum((0, -2)),
+     ["acg::sum.dim_IntList", "dim 0 appears multiple times"]),
+    ("mean_of_ints", lambda: (ints(1, 2),), lambda x: x.mean(),
+     ["acg::mean", "floating point", "int64"]),
+    ("var_of_ints", lambda: (ints(1, 2),), lambda x: x.var(), ["acg::var.correction", "int64"]),
+    ("reshape_numel", lambda: (t(2, 3),), lambda x: x.reshape(4, 2),
+     ["acg::reshape", "shape '[4, 2]' is invalid for input of size 6", "Tensor[2, 3]"]),
+    ("view_two_holes", lambda: (t(2, 3),), lambda x: x.view(-1, -1),
+     ["acg::view", "only one dimension can be inferred"]),
+    ("expand_bad", lambda: (t(2, 3),), lambda x: x.expand(2, 4),
+     ["acg::expand", "The expanded size of the tensor (4) must match the existing size (3)"]),
+    ("cat_shapes", lambda: (t(2, 3), t(3, 4)), lambda a, b: acg.cat([a, b], 1),
+     ["acg::cat", "Sizes of tensors must match except in dimension 1", "Tensor[3, 4]"]),
+    ("cat_empty", lambda: (), lambda: acg.cat([]), ["acg::cat", "non-empty list"]),
+    ("stack_shapes", lambda: (t(2, 3), t(2, 4)), lambda a, b: acg.stack([a, b]),
+     ["acg::stack", "equal size", "[2, 3] at entry 0 and [2, 4] at entry 1"]),
+    ("split_sizes", lambda: (t(3, 2),), lambda x: x.split([1, 1]),
+     ["acg::split_with_sizes", "sum exactly to 3"]),
+    ("permute_len", lambda: (t(2, 3),), lambda x: x.permute(1, 0, 2),
+     ["acg::permute", "number of dims don't match"]),
+    ("index_tensor_bounds", lambda: (t(3, 2), ints(0, 5)), lambda x, i: x[i],
+     ["acg::index.Tensor", "index 5 is out of bounds for dimension 0 with size 3"]),
+    ("index_float_index", lambda: (t(3, 2), t(2)), lambda x, i: x[i],
+     ["acg::index.Tensor", "must be long or int", "float32"]),
+    ("gather_ndim", lambda: (t(3, 2), ints(0, 1)), lambda x, i: x.gather(1, i),
+     ["acg::gather", "same number of dimensions"]),
+    ("masked_fill_mask_dtype", lambda: (t(3), t(3)), lambda x, m: x.masked_fill(m, 0.0),
+     ["acg::masked_fill.Scalar", "boolean", "float32"]),
+    ("clamp_no_bounds", lambda: (t(3),), lambda x: acg.clamp(x), ["acg::clamp", "At least one"]),
+    ("gelu_approximate", lambda: (t(3),), lambda x: F.gelu(x, approximate="fast"),
+     ["acg::gelu", "none or tanh"]),
+    ("layer_norm_shape", lambda: (t(2, 3),), lambda x: F.layer_norm(x, (4,)),
+     ["acg::layer_norm", "normalized_shape=[4]", "[*, 4]", "[2, 3]"]),
+    ("layer_norm_weight", lambda: (t(2, 3), t(4)), lambda x, w: F.layer_norm(x, 3, w),
+     ["acg::layer_norm", "weight", "[4]"]),
+    ("layer_norm_weight_dtype", lambda: (t(2, 3), t(3, dtype=acg.float64)),
+     lambda x, w: F.layer_norm(x, 3, w), ["acg::layer_norm", "float64", "float32"]),
+    ("cross_entropy_batch", lambda: (t(3, 5), ints(1, 2)), F.cross_entropy,
+     ["acg::cross_entropy", "batch_size (3)", "batch_size (2)", "Tensor[3, 5] float32",
+      "Tensor[2] int64"]),
+    ("cross_entropy_target_dtype", lambda: (t(3, 5), t(3)), F.cross_entropy,
+     ["acg::cross_entropy", "integer", "float32"]),
+    ("cross_entropy_target_range", lambda: (t(2, 5), ints(1, 7)), F.cross_entropy,
+     ["acg::cross_entropy", "Target 7 is out of bounds"]),
+    ("mse_shapes", lambda: (t(2, 3), t(4)), F.mse_loss, ["acg::mse_loss", "must match"]),
+]
+FAKEABLE = [e for e in ERRORS if e[0] not in ("index_tensor_bounds", "cross_entropy_target_range")]
+
+
+@pytest.mark.parametrize("name,make,call,needles", ERRORS, ids=[e[0] for e in ERRORS])
+def test_eager_error_names_op_shapes_dtypes(name: str, make: Callable, call: Callable,
+                                            needles: list[str]) -> None:
+    with pytest.raises(RuntimeError) as info:
+        call(*make())
+    assert isinstance(info.value, OpError)
+    for needle in needles:
+        assert needle in str(info.value), (needle, str(info.value))
+
+
+@pytest.mark.parametrize("name,make,call,needles", FAKEABLE, ids=[e[0] for e in FAKEABLE])
+def test_fake_error_matches_eager(name: str, make: Callable, call: Callable,
+                                  needles: list[str]) -> None:
+    real = make()
+    with FakeTensorMode() as mode:
+        fakes = [mode.from_tensor(a) for a in real]
+        with pytest.raises(RuntimeError) as info:
+            call(*fakes)
+    assert isinstance(info.value, OpError)
+    for needle in needles:
+        assert needle in str(info.value), (needle, str(info.value))
+
+
+# -- errors that are not about one op's inputs ----------------------------------------------------
+def test_getitem_out_of_range_is_index_error() -> None:
+    x = t(3, 2)
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
+        x[3]
+    with pytest.raises(IndexError, match="too many indices for tensor of dimension 2"):
+        x[0, 0, 0]
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        x[::-1]
+    assert [row.tolist() for row in x] == [[1.0, 1.0]] * 3  # iteration stops at the end
+
+
+def test_inplace_on_leaf_requiring_grad() -> None:
+    x = acg.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        x.add_(1)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        x[0] = 2.0
+    with acg.no_grad():  # what an optimizer does
+        x.sub_(0.5)
+    assert x.tolist() == [0.5, 0.5, 0.5] and x.grad_fn is None
+
+
+def test_inplace_cannot_change_dtype_category() -> None:
+    x = ints(1, 2, 3)
+    with pytest.raises(RuntimeError, match="result type float32 can't be cast to the desired "
+                                           "output type int64"):
+        x.mul_(0.5)
+    assert x.tolist() == [1, 2, 3] and x._version == 0
+
+
+def test_data_dependent_shape_under_fake_mode() -> None:
+    x, m = t(3), acg.tensor([True, False, True])
+    assert x[m].shape == (2,)
+    with FakeTensorMode() as mode:
+        fx, fm = mode.from_tensor(x), mode.from_tensor(m)
+        with pytest.raises(RuntimeError, match="nonzero.*depends on the tensor's values"):
+            fx[fm]
+        fx[fm] = 0.0  # a full-shape mask assignment needs no data: it is a where()
+
+
+def test_bad_reduction_and_probabilities() -> None:
+    with pytest.raises(ValueError, match="mean_all is not a valid value for reduction"):
+        F.cross_entropy(t(2, 3), ints(0, 1), reduction="mean_all")
+    with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1"):
+        F.dropout(t(3), 1.5)
+
+
+def test_cross_entropy_weight_gradient_not_silently_wrong() -> None:
+    w = acg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    loss = F.cross_entropy(acg.tensor(np.zeros((2, 3)), dtype=acg.float32), ints(0, 2), w)
+    with pytest.raises(RuntimeError, match="derivative for 'weight'"):
+        loss.backward()
+
+
+def test_kernel_failure_without_rule_message_still_names_op() -> None:
+    with pytest.raises(RuntimeError) as info:
+        ints(1, 2).bitwise_not().exp().bitwise_not()  # invert of a float: jax's own error
+    assert isinstance(info.value, OpError)
+    assert "acg::bitwise_not" in str(info.value) and "Tensor[2] float32" in str(info.value)
