@@ -149,8 +149,9 @@ class ProxySymDispatchMode(SymDispatchMode):
         out = func(*args, **kwargs)
         if is_traced_scalar(out) and get_proxy(self.tracer, out) is None:
             p_args = tuple(_to_proxy_arg(self.tracer, a) for a in args)
-            set_proxy(self.tracer, out, self.tracer.create_proxy("call_function", func, p_args,
-                                                                 dict(kwargs)))
+            proxy = self.tracer.create_proxy("call_function", func, p_args, dict(kwargs))
+            proxy.node.meta["val"] = out
+            set_proxy(self.tracer, out, proxy)
         return out
 
 

@@ -276,3 +276,27 @@ def test_cross_entropy_training_step_matches_eager():
         F.cross_entropy(model(x), y).backward()
     for p, e in zip(model.parameters(), eager):
         assert_close(p.grad, e, rtol=1e-5, atol=1e-6)
+
+
+def test_sizes_stay_static_across_host_hook_boundaries():
+    """Regression: a size computed before an opaque hook and used after it reached the
+    next XLA program as a traced value (TracerBoolConversionError in sum_to_size)."""
+    acg.manual_seed(0)
+    model = acg.nn.Sequential(acg.nn.Linear(5, 7), acg.nn.Tanh(), acg.nn.Linear(7, 3))
+    seen = []
+    for p in model.parameters():
+        p.register_post_accumulate_grad_hook(lambda p: seen.append(p.shape))
+    x = acg.randn(6, 5)
+    for mode in ("eager", "jax"):
+        out = model(x)
+        out.register_hook(lambda g: g * 0.5)
+        model.zero_grad()
+        if mode == "eager":
+            (out * out).mean().backward()
+            ref = [p.grad.numpy() for p in model.parameters()]
+        else:
+            with ca.enable("jax"):
+                (out * out).mean().backward()
+    for p, r in zip(model.parameters(), ref):
+        assert_close(p.grad, r, rtol=1e-5, atol=1e-7)
+    assert len(seen) == 8

@@ -44,12 +44,25 @@ def jax_backend(gm: GraphModule) -> Callable:
     return JaxProgram(gm)
 
 
-def _host_kind(node: Node) -> str:
-    """'placeholder', 'host' (Python object lookups), 'call' (hooks), 'write', 'device'."""
+def _is_size(node: Node, sizes: set[Node]) -> bool:
+    """Size arithmetic: reads only the ``sizes`` input and other size nodes."""
+    if node.op != "call_function" or isinstance(node.target, OpOverload):
+        return False
+    ins = node.all_input_nodes
+    if node.target is operator.getitem and ins and ins[0].op == "placeholder":
+        return ins[0].target == "sizes"
+    return bool(ins) and all(n in sizes for n in ins)
+
+
+def _host_kind(node: Node, sizes: set[Node] = frozenset()) -> str:
+    """'placeholder', 'host' (Python object lookups), 'size' (static ints computed on the
+    host, so they stay static in every program), 'call' (hooks), 'write', 'device'."""
     if node.op == "placeholder":
         return "placeholder"
     if node.op == "output":
         return "output"
+    if node in sizes:
+        return "size"
     if node.target is operator.getitem and isinstance(node.args[0], Node) and \
             node.args[0].op == "placeholder" and node.args[0].target in ("hooks", "leaves"):
         return "host"
@@ -63,49 +76,49 @@ def _host_kind(node: Node) -> str:
 class Segment:
     """A stretch of device nodes run as one jitted function."""
 
-    def __init__(self, nodes: list[Node], needed_later: set[Node]) -> None:
+    def __init__(self, nodes: list[Node], needed_later: set[Node], size_nodes: set[Node]
+                 ) -> None:
         self.nodes = nodes
         inside = set(nodes)
         ext: dict[Node, None] = {}
+        static: dict[Node, None] = {}
         self.input_ids: list[int] = []
         for n in nodes:
             for a in n.all_input_nodes:
-                if a in inside:
+                if a in inside or a.op == "placeholder":
                     continue
-                if a.op == "placeholder":
-                    continue
-                ext[a] = None
+                (static if a in size_nodes else ext)[a] = None
             if n.target is operator.getitem and isinstance(n.args[0], Node) and \
                     n.args[0].op == "placeholder" and n.args[0].target == "inputs":
                 self.input_ids.append(n.args[1])
-        self.ext = list(ext)
+        self.ext, self.static = list(ext), list(static)
         self.outs = [n for n in nodes if n in needed_later]
         self.fn = jax.jit(self._trace, static_argnums=(3,))
 
-    def _trace(self, ext: tuple, in_arrays: tuple, scalars: Any, sizes: tuple) -> tuple:
+    def _trace(self, ext: tuple, in_arrays: tuple, scalars: Any, static: tuple) -> tuple:
         from ..compiled_autograd import counters
         counters["compiles"] += 1  # runs once per XLA compile (jit traces once per shape)
         env: dict[Node, Any] = dict(zip(self.ext, ext))
+        env.update(zip(self.static, static))
         inputs = dict(zip(self.input_ids, in_arrays))
         for n in self.nodes:
-            env[n] = _lower(n, env, inputs, scalars, sizes)
+            env[n] = _lower(n, env, inputs, scalars)
         return tuple(env[n] for n in self.outs)
 
-    def run(self, env: dict, inputs: list, scalars: Any, sizes: tuple) -> None:
+    def run(self, env: dict, inputs: list, scalars: Any) -> None:
         out = self.fn(tuple(env[n] for n in self.ext),
-                      tuple(inputs[i] for i in self.input_ids), scalars, sizes)
+                      tuple(inputs[i] for i in self.input_ids), scalars,
+                      tuple(env[n] for n in self.static))
         env.update(zip(self.outs, out))
 
 
-def _lower(n: Node, env: dict, inputs: dict, scalars: Any, sizes: tuple) -> Any:
+def _lower(n: Node, env: dict, inputs: dict, scalars: Any) -> Any:
     """One node inside a jitted segment."""
     if n.target is operator.getitem and isinstance(n.args[0], Node) and \
             n.args[0].op == "placeholder":
         which, i = n.args[0].target, n.args[1]
         if which == "inputs":
             return inputs[i]
-        if which == "sizes":
-            return sizes[i]
         return weak_scalar(scalars[i])
     args = _load(n.args, env)
     kwargs = _load(n.kwargs, env)
@@ -164,25 +177,31 @@ class JaxProgram:
         nodes = list(gm.graph.nodes)
         self.output = nodes[-1]
         self.steps: list[tuple[str, Any]] = []
-        self.host: list[Node] = [n for n in nodes if _host_kind(n) == "host"]
+        self.sizes: set[Node] = set()
+        for n in nodes:
+            if _is_size(n, self.sizes):
+                self.sizes.add(n)
+        self.size_order = [n for n in nodes if n in self.sizes]
+        self.host: list[Node] = [n for n in nodes if _host_kind(n, self.sizes) == "host"]
         self._plan(nodes)
 
     def _plan(self, nodes: list[Node]) -> None:
         position = {n: i for i, n in enumerate(nodes)}
         current: list[Node] = []
         writes: list[Node] = []
+        kind_of = {n: _host_kind(n, self.sizes) for n in nodes}
 
         def close(at: int) -> None:
             if current:
-                later = {n for n in current if any(position[u] > at or _host_kind(u) != "device"
+                later = {n for n in current if any(position[u] > at or kind_of[u] != "device"
                                                    for u in n.users)}
-                self.steps.append(("segment", Segment(list(current), later)))
+                self.steps.append(("segment", Segment(list(current), later, self.sizes)))
                 current.clear()
             for w in writes:
                 self.steps.append(("call", w))
             writes.clear()
         for i, n in enumerate(nodes):
-            kind = _host_kind(n)
+            kind = kind_of[n]
             if kind == "device":
                 current.append(n)
             elif kind == "write":
@@ -195,13 +214,16 @@ class JaxProgram:
     def __call__(self, inputs: list[Tensor], sizes: list[int], scalars: list[float],
                  hooks: list, leaves: list[Tensor]) -> tuple:
         arrays = [t._data for t in inputs]
-        static_sizes = tuple(int(s) for s in sizes)
         scalar_arr = np.asarray(scalars, dtype=np.float64)
-        places = {"hooks": hooks, "leaves": leaves}
+        places = {"hooks": hooks, "leaves": leaves, "sizes": sizes}
         env: dict[Node, Any] = {n: places[n.args[0].target][n.args[1]] for n in self.host}
+        for n in self.size_order:  # plain Python ints: static in every program
+            env[n] = places["sizes"][n.args[1]] if n.target is operator.getitem and \
+                n.args[0].op == "placeholder" else n.target(*_load(n.args, env),
+                                                            **_load(n.kwargs, env))
         for kind, step in self.steps:
             if kind == "segment":
-                step.run(env, arrays, scalar_arr, static_sizes)
+                step.run(env, arrays, scalar_arr)
             else:
                 env[step] = _unwrap(step.target(*_wrap(_load(step.args, env))))
         return _wrap(_load(self.output.args[0], env))
