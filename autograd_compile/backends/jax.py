@@ -186,30 +186,40 @@ class JaxProgram:
         self._plan(nodes)
 
     def _plan(self, nodes: list[Node]) -> None:
-        position = {n: i for i, n in enumerate(nodes)}
-        current: list[Node] = []
-        writes: list[Node] = []
+        """Order-preserving schedule: host calls and writes keep their graph order; each
+        device node joins the program right after the last host call it depends on
+        (pure computation can move earlier unobservably), so a hook whose result feeds
+        nothing (e.g. a post-accumulate-grad hook) does not cut the program in two."""
         kind_of = {n: _host_kind(n, self.sizes) for n in nodes}
+        calls = [n for n in nodes if kind_of[n] == "call"]
+        call_no = {c: i + 1 for i, c in enumerate(calls)}
+        stage: dict[Node, int] = {}
+        for n in nodes:
+            deps = [call_no[a] if a in call_no else stage.get(a, 0) for a in n.all_input_nodes]
+            stage[n] = call_no.get(n, max(deps, default=0))
+        groups: list[list[Node]] = [[] for _ in range(len(calls) + 1)]
+        for n in nodes:
+            if kind_of[n] == "device":
+                groups[stage[n]].append(n)
+        writes_before: list[list[Node]] = [[] for _ in range(len(calls) + 1)]
+        seen_calls = 0
+        for n in nodes:  # a write runs before the first host call that follows it
+            if kind_of[n] == "call":
+                seen_calls += 1
+            elif kind_of[n] == "write":
+                writes_before[seen_calls].append(n)
+        self._emit(groups, calls, writes_before, kind_of, stage)
 
-        def close(at: int) -> None:
-            if current:
-                later = {n for n in current if any(position[u] > at or kind_of[u] != "device"
-                                                   for u in n.users)}
-                self.steps.append(("segment", Segment(list(current), later, self.sizes)))
-                current.clear()
-            for w in writes:
-                self.steps.append(("call", w))
-            writes.clear()
-        for i, n in enumerate(nodes):
-            kind = kind_of[n]
-            if kind == "device":
-                current.append(n)
-            elif kind == "write":
-                writes.append(n)
-            elif kind == "call":
-                close(i)
-                self.steps.append(("call", n))
-        close(len(nodes))
+    def _emit(self, groups: list, calls: list, writes_before: list, kind_of: dict,
+              stage: dict) -> None:
+        for j, group in enumerate(groups):
+            if group:
+                later = {n for n in group if any(kind_of[u] != "device" or stage[u] != j
+                                                 for u in n.users)}
+                self.steps.append(("segment", Segment(group, later, self.sizes)))
+            self.steps.extend(("call", w) for w in writes_before[j])
+            if j < len(calls):
+                self.steps.append(("call", calls[j]))
 
     def __call__(self, inputs: list[Tensor], sizes: list[int], scalars: list[float],
                  hooks: list, leaves: list[Tensor]) -> tuple:
