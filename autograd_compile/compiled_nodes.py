@@ -192,7 +192,10 @@ def _hashable(value: Any) -> Any:
 def memo_of(node: Node) -> NodeMemo | None:
     """The node's recorded visit (made on first use); None if it must be visited live."""
     memo = node._ca_memo
-    if memo is None and type(node) is OpNode:
+    if memo is None:  # first collect: visit live (most graphs are collected only once)
+        node._ca_memo = 0
+        return None
+    if memo == 0 and type(node) is OpNode:  # collected again (retain_graph): record it
         memo = NodeMemo()
         try:
             memo.state = visit_node(node, _Recorder(memo))

@@ -390,6 +390,18 @@ def _as_list(x: Any) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
+_ONES: dict[tuple, Any] = {}
+
+
+def _ones(shape: tuple, dtype: Any) -> Any:
+    """The implicit root gradient; jax arrays are immutable, so one per shape/dtype."""
+    key = (shape, dtype)
+    arr = _ONES.get(key)
+    if arr is None:
+        arr = _ONES[key] = jnp.ones(shape, dtype)
+    return arr
+
+
 def _root_grads(outputs: list[Tensor], grads: list[Tensor | None]) -> list[Tensor]:
     result = []
     for i, (t, g) in enumerate(zip(outputs, grads)):
@@ -400,7 +412,7 @@ def _root_grads(outputs: list[Tensor], grads: list[Tensor | None]) -> list[Tenso
             if t.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs "
                                    f"(output {i} has shape {list(t.shape)})")
-            g = _make(jnp.ones(t.shape, t.dtype)) if _plain(t) else \
+            g = _make(_ones(tuple(t.shape), t.dtype)) if _plain(t) else \
                 ops.acg.ones(list(t.shape), dtype=t.dtype)
         elif not isinstance(g, Tensor):
             g = Tensor(jnp.asarray(g, dtype=t.dtype))
