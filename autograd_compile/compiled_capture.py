@@ -128,7 +128,7 @@ class Replayer(Collector):
     def meta(self, m: TensorMeta) -> TensorMeta:
         return TensorMeta(tuple(self._next_sizes(len(m.shape))), m.dtype)
 
-    def sizes(self, values: Any) -> Any:
+    def size_arg(self, values: Any) -> Any:
         if isinstance(values, (list, tuple)):
             return type(values)(self._next_sizes(len(values)))
         return self._next_sizes(1)[0]

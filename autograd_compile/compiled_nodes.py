@@ -7,7 +7,7 @@ reports the node's state through a visitor ``v``:
 - ``v.saved(sv)``  a saved tensor: a runtime input (dtype/rank in the key),
 - ``v.tensor(t)``  any other tensor input (root gradients, tensors in args),
 - ``v.meta(m)``    shape/dtype of a tensor: sizes lifted, dtype in the key,
-- ``v.sizes(xs)``  a SymInt[] argument: lifted sizes,
+- ``v.size_arg(xs)`` a SymInt[] argument: lifted sizes,
 - ``v.scalar(f)``  a float a binary op or ctx saved: lifted,
 - ``v.leaf(t)``    a tensor whose ``.grad`` the backward writes.
 
@@ -48,7 +48,7 @@ def visit_value(value: Any, v: Any, is_size: bool = False) -> Any:
     if type(value) is TensorMeta:
         return v.meta(value)
     if is_size and value is not None:
-        return v.sizes(value)
+        return v.size_arg(value)
     if type(value) is float:
         return v.scalar(value)
     if type(value) in (list, tuple):
@@ -159,7 +159,7 @@ class _Recorder:
         self.m.sizes.extend(m.shape)
         return m
 
-    def sizes(self, values: Any) -> Any:
+    def size_arg(self, values: Any) -> Any:
         if isinstance(values, (list, tuple)):
             self.m.key.append(("Z", len(values)))
             self.m.sizes.extend(int(x) for x in values)
@@ -242,7 +242,7 @@ class Collector:
         self.sizes.extend(m.shape)
         return m
 
-    def sizes(self, values: Any) -> Any:
+    def size_arg(self, values: Any) -> Any:
         if isinstance(values, (list, tuple)):
             self.key.append(("Z", len(values)))
             self.sizes.extend(int(x) for x in values)

@@ -300,3 +300,22 @@ def test_sizes_stay_static_across_host_hook_boundaries():
     for p, r in zip(model.parameters(), ref):
         assert_close(p.grad, r, rtol=1e-5, atol=1e-7)
     assert len(seen) == 8
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ops_with_size_arguments_capture(backend):
+    """Regression: Collector.sizes (a list) shadowed its sizes() visitor, so any op with
+    a SymInt[] argument (layer_norm, expand, reshape) failed to compile."""
+    x = acg.randn(3, 16, requires_grad=True)
+    w = acg.randn(16, requires_grad=True)
+    v = acg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    def loss():
+        return F.layer_norm(x, 16, w).sum() + (v.expand(2, 3) * 1.5).reshape(6).sum()
+    loss().backward()
+    ref = [t.grad.numpy() for t in (x, w, v)]
+    for t in (x, w, v):
+        t.grad = None
+    with ca.enable(backend):
+        loss().backward()
+    for t, r in zip((x, w, v), ref):
+        assert_close(t.grad, r, rtol=1e-5, atol=1e-6)

@@ -1,0 +1,219 @@
+"""``python -m autograd_compile bench``: backward-only throughput, side by side.
+
+Methodology
+-----------
+What is timed is **one backward pass and nothing else**. For every rep a system
+first *prepares*, untimed: it sets every ``.grad`` to None and runs a fresh forward
+(waiting for it), so the autograd graph exists before the clock starts. The timed
+region is ``loss.backward()`` plus waiting for the results: ``block_until_ready``
+on every parameter's gradient for autograd_compile, on the gradient pytree for the
+JAX floor; PyTorch on CPU is synchronous. Garbage collection is off inside the timed
+region, as in ``timeit``.
+
+Systems (all in one process; see ``benchmarks/systems.py``):
+
+- ``acg-eager``: plain ``loss.backward()``; the reference for gradients.
+- ``acg-compiled``: the same under ``acg.compiled_autograd.enable("jax")``.
+- ``acg-compiled-pure``: as above with the hooks marked ``pure_hook`` (traced into
+  XLA); only workloads with tensor hooks measure it, elsewhere it is the same graph
+  and is reported as an alias of ``acg-compiled``.
+- ``jax-floor``: the model written in JAX. ``jax.vjp`` runs the forward once,
+  untimed; the timed call is ``jax.jit(lambda vjp_fn, ct: vjp_fn(ct))`` on the
+  residual-carrying ``vjp_fn``, i.e. the compiled backward alone (the JSON lists the
+  primitives of that program: no forward is recomputed).
+- ``torch-eager`` and ``torch-compiled-autograd``
+  (``torch._dynamo.compiled_autograd`` with ``torch.compile(backend=...)``), when
+  torch is importable; otherwise reported as skipped.
+
+Each workload runs in four phases:
+
+1. **first backward** of every system from empty caches (``compiled_autograd.reset()``,
+   ``torch._dynamo.reset()``, a fresh ``jax.jit``): capture + compile time;
+2. **gradient check**: every system's first gradients against ``acg-eager``'s with
+   ``np.testing.assert_allclose(rtol=1e-4)`` (plus an absolute floor of 1e-6 of the
+   largest gradient entry for entries that are ~0), and post-accumulate-grad hook
+   calls per backward equal; a mismatch fails the run (exit status 1);
+3. **warm-up** reps (dropped), then ``--reps`` timed reps. The systems are
+   **interleaved**: each rep runs every system once, in an order rotated per rep, so
+   that load from other processes on a shared machine hits all systems alike;
+4. statistics: median and IQR (25th-75th percentile) of the timed reps. Compiled
+   autograd's counters over the timed reps are recorded (captures there mean a
+   cache that does not hold).
+
+After the workloads, a batch-size sweep (16, 32, 48, 64) of ``mlp`` and ``mlp_small``
+records captures and compiles: one capture should serve every batch size.
+``--xla-trap`` instead runs ``mlp`` in subprocesses with and without
+``XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=-reduce`` (see ``xla_trap.py``).
+
+Numbers on a shared 2-core machine are noisy: compare ratios within one run, not
+medians across runs.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+import jax
+
+from . import report
+from .measure import GRAD_ATOL_FRACTION, GRAD_RTOL, WorkloadResult, measure, runs_per_workload
+from . import xla_trap
+from .sweep import SWEEP_WORKLOADS, batch_sweep
+from .systems import ALL_SYSTEMS, plan
+from .workloads import NAMES, Workload, build
+
+DEFAULT_REPS, SMOKE_REPS = 30, 3
+DEFAULT_WARMUP, SMOKE_WARMUP = 5, 1
+
+
+def _names(value: str, allowed: tuple[str, ...], what: str) -> list[str]:
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    bad = [n for n in names if n not in allowed]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(bad)}; "
+                                         f"choose from {', '.join(allowed)}")
+    return names
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m autograd_compile bench",
+                                 description="Backward-only throughput, systems side by side.")
+    ap.add_argument("--workload", default=",".join(NAMES),
+                    type=lambda v: _names(v, NAMES, "workload"),
+                    help=f"comma-separated, default all: {','.join(NAMES)}")
+    ap.add_argument("--systems", default=",".join(ALL_SYSTEMS),
+                    type=lambda v: _names(v, ALL_SYSTEMS, "system"),
+                    help=f"comma-separated, default all: {','.join(ALL_SYSTEMS)}")
+    ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                    help="jax device for parameters and data")
+    ap.add_argument("--reps", type=int, default=None,
+                    help=f"timed reps after warm-up (default {DEFAULT_REPS}; {SMOKE_REPS} "
+                         "with --smoke)")
+    ap.add_argument("--warmup", type=int, default=None,
+                    help=f"untimed reps first (default {DEFAULT_WARMUP}; {SMOKE_WARMUP} "
+                         "with --smoke)")
+    ap.add_argument("--json", metavar="PATH", help="write every raw number here")
+    ap.add_argument("--plot", metavar="PATH", help="write a PNG bar chart here")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, 3 reps (CI)")
+    ap.add_argument("--xla-trap", action="store_true",
+                    help="only measure mlp with and without the CPU ynn fusion flag "
+                         "(XLA_FLAGS you set are kept)")
+    ap.add_argument("--no-sweep", action="store_true", help="skip the batch-size sweep")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ap.add_argument("--torch-backend", default="inductor",
+                    help="torch.compile backend for torch-compiled-autograd (default inductor)")
+    args = ap.parse_args(argv)
+    args.reps = args.reps if args.reps is not None else SMOKE_REPS if args.smoke else DEFAULT_REPS
+    args.warmup = args.warmup if args.warmup is not None else \
+        SMOKE_WARMUP if args.smoke else DEFAULT_WARMUP
+    if args.reps < 1 or args.warmup < 0:
+        ap.error("--reps must be >= 1 and --warmup >= 0")
+    return args
+
+
+class DeviceUnavailable(RuntimeError):
+    """The requested --device is not one jax can see."""
+
+
+def resolve_device(kind: str) -> jax.Device:
+    """The first jax device of ``kind``; :class:`DeviceUnavailable` when jax sees none."""
+    try:
+        devices = jax.devices(kind)
+    except RuntimeError:
+        devices = []
+    if not devices:
+        seen = sorted({d.platform for d in jax.devices()})
+        raise DeviceUnavailable(f"--device {kind}: jax sees no {kind.upper()} device (it "
+                                f"sees {', '.join(seen)}); install a jax build for it, e.g. "
+                                f"pip install 'jax[cuda12]', or use --device cpu")
+    return devices[0]
+
+
+def _progress(total: int, disable: bool) -> Any:
+    from tqdm import tqdm
+    return tqdm(total=total, unit="bwd", desc="bench", disable=disable, file=sys.stderr,
+                dynamic_ncols=True)
+
+
+def run_suite(args: argparse.Namespace, device: jax.Device) -> list[WorkloadResult]:
+    """Measure every selected workload; one progress bar over every backward call."""
+    workloads: list[Workload] = [build(n, args.smoke) for n in args.workload]
+    total = sum(runs_per_workload(len(plan(w, args.systems, device)[0]), args.warmup,
+                                  args.reps) for w in workloads)
+    results = []
+    with _progress(total, args.no_progress) as bar:
+        for w in workloads:
+            bar.set_description(w.name)
+            results.append(measure(w, args.systems, device, args.reps, args.warmup,
+                                   args.torch_backend, bar))
+    return results
+
+
+def _config(args: argparse.Namespace) -> dict[str, Any]:
+    return {"workloads": args.workload, "systems": args.systems, "reps": args.reps,
+            "warmup": args.warmup, "smoke": args.smoke, "torch_backend": args.torch_backend,
+            "grad_rtol": GRAD_RTOL, "grad_atol_fraction_of_max": GRAD_ATOL_FRACTION,
+            "timing": "backward only; interleaved per rep; median and IQR"}
+
+
+def _trap_main(args: argparse.Namespace, device: jax.Device) -> int:
+    passthrough = ["--device", args.device, "--reps", str(args.reps), "--warmup",
+                   str(args.warmup)] + (["--smoke"] if args.smoke else [])
+    trap = xla_trap.study(passthrough)
+    xla_trap.print_study(trap, sys.stdout)
+    if args.json:
+        report.write_json(args.json, {"environment": report.environment(device),
+                                      "xla_trap": trap})
+    return 0
+
+
+def _passive_omp() -> None:
+    """OpenMP workers sleep instead of spinning between ops (unless the user chose).
+
+    On a shared, oversubscribed CPU, PyTorch's spinning OpenMP barrier turned ~1 ms
+    backwards into 40-160 ms ones in a third of the reps (measured on the 2-core dev
+    machine); that times the neighbours, not torch. Read when torch loads its OpenMP.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def main(argv: list[str]) -> int:
+    """Run the suite (or the XLA trap study); print, write JSON and plot; 1 on failures."""
+    args = parse_args(argv)
+    _passive_omp()
+    try:
+        device = resolve_device(args.device)
+    except DeviceUnavailable as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 2
+    if args.xla_trap:
+        return _trap_main(args, device)
+    if args.reps < DEFAULT_REPS and not args.smoke:
+        print(f"bench: note: {args.reps} timed reps (< {DEFAULT_REPS}); medians will be rough",
+              file=sys.stderr)
+    env = report.environment(device)
+    results = run_suite(args, device)
+    sweep = {} if args.no_sweep else {n: batch_sweep(n, args.smoke, device)
+                                      for n in SWEEP_WORKLOADS if n in args.workload}
+    env["loadavg_at_end"] = os.getloadavg()
+    failures = [f for w in results for f in w.failures()]
+    _output(args, env, results, sweep, failures)
+    return 1 if failures else 0
+
+
+def _output(args: argparse.Namespace, env: dict[str, Any], results: list[WorkloadResult],
+            sweep: dict[str, list[dict[str, Any]]], failures: list[str]) -> None:
+    """The table and sweep on stdout, failures on stderr, then the JSON and the plot."""
+    report.print_table(results, sys.stdout)
+    report.print_sweep(sweep, sys.stdout)
+    for f in failures:
+        print(f"FAILED {f}", file=sys.stderr)
+    if args.json:
+        report.write_json(args.json, {
+            "environment": env, "config": _config(args), "failures": failures,
+            "workloads": {w.name: report.workload_json(w) for w in results},
+            "batch_sweep": sweep})
+    if args.plot:
+        report.plot(results, args.plot)

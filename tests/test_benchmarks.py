@@ -1,0 +1,144 @@
+"""The benchmark suite must not rot: a smoke run of every workload, checked for
+completeness and for equal gradients across systems. No test asserts a time."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+if importlib.util.find_spec("benchmarks") is None:  # run as `pytest` rather than `python -m`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import jax  # noqa: E402
+
+from autograd_compile import config  # noqa: E402
+from benchmarks import run, sweep, xla_trap  # noqa: E402
+from benchmarks.measure import compare_grads  # noqa: E402
+from benchmarks.systems import JaxFloor, torch_available  # noqa: E402
+from benchmarks.workloads import NAMES, build  # noqa: E402
+
+# torch-compiled-autograd spends 10-70 s per workload in inductor: the slow tier runs it.
+SMOKE_SYSTEMS = ["acg-eager", "acg-compiled", "acg-compiled-pure", "jax-floor"] + \
+    (["torch-eager"] if torch_available() else [])
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One ``--smoke`` run of every workload: its exit status, JSON and plot path."""
+    tmp = tmp_path_factory.mktemp("bench")
+    out, png = tmp / "bench.json", tmp / "bench.png"
+    rc = run.main(["--smoke", "--no-sweep", "--no-progress", "--systems",
+                   ",".join(SMOKE_SYSTEMS), "--json", str(out), "--plot", str(png)])
+    return {"rc": rc, "doc": json.loads(out.read_text()), "png": png}
+
+
+def test_smoke_run_succeeds(smoke: dict) -> None:
+    assert smoke["doc"]["failures"] == []
+    assert smoke["rc"] == 0
+
+
+@pytest.mark.parametrize("workload", NAMES)
+def test_every_system_has_a_positive_median(smoke: dict, workload: str) -> None:
+    systems = smoke["doc"]["workloads"][workload]["systems"]
+    for name in SMOKE_SYSTEMS:
+        assert name in systems, f"{workload}: {name} missing"
+        assert systems[name]["error"] is None, systems[name]["error"]
+        assert systems[name]["median_us"] > 0
+        assert len(systems[name]["samples_us"]) == run.SMOKE_REPS
+
+
+@pytest.mark.parametrize("workload", NAMES)
+def test_gradients_agree_with_acg_eager(smoke: dict, workload: str) -> None:
+    systems = smoke["doc"]["workloads"][workload]["systems"]
+    assert systems["acg-eager"]["grad_check"] == "reference"
+    for name in SMOKE_SYSTEMS[1:]:
+        assert systems[name]["grad_check"] == "ok", f"{workload}/{name}: {systems[name]}"
+
+
+def test_plot_is_written(smoke: dict) -> None:
+    assert smoke["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_environment_is_recorded(smoke: dict) -> None:
+    env = smoke["doc"]["environment"]
+    assert {"jax", "device", "cpu_count", "XLA_FLAGS"} <= set(env)
+
+
+def test_hook_workload_calls_its_hooks_every_backward(smoke: dict) -> None:
+    systems = smoke["doc"]["workloads"]["train"]["systems"]
+    n_params = len(build("train", smoke=True).params)
+    for name in ("acg-eager", "acg-compiled", "acg-compiled-pure"):
+        assert systems[name]["hook_calls_per_backward"] == n_params
+
+
+def test_compare_grads_catches_a_wrong_gradient() -> None:
+    import numpy as np
+    ref = {"w": np.array([1.0, 2.0, 3.0], np.float32)}
+    assert compare_grads({"w": ref["w"] * (1 + 1e-6)}, ref) == "ok"
+    assert compare_grads({"w": ref["w"] * 1.01}, ref).startswith("w:")
+    assert compare_grads({"v": ref["w"]}, ref) != "ok"
+
+
+def test_jax_floor_runs_the_backward_only() -> None:
+    w = build("mlp", smoke=True)
+    layers = w.sizes["layers"]
+    prims = JaxFloor(w, jax.devices("cpu")[0]).info()["backward_primitives"]
+    # backward of `layers` Linear layers: a weight grad each, an input grad for all but
+    # the first (x needs none); a re-run forward would add `layers` more.
+    assert prims["dot_general"] == 2 * layers - 1
+
+
+def test_batch_sweep_captures_once() -> None:
+    rows = sweep.batch_sweep("mlp_small", smoke=True, device=jax.devices("cpu")[0])
+    assert [r["batch"] for r in rows] == list(sweep.SWEEP_BATCHES)
+    assert rows[-1]["captures"] == 1
+    assert rows[-1]["compiles"] == len(sweep.SWEEP_BATCHES)
+
+
+def test_xla_trap_flag_keeps_the_users_flags() -> None:
+    user = "--xla_dump_to=/tmp/x --xla_cpu_experimental_ynn_fusion_type=dot"
+    assert xla_trap.with_trap_flag(user, False) == "--xla_dump_to=/tmp/x"
+    assert xla_trap.with_trap_flag(user, True) == f"--xla_dump_to=/tmp/x {xla_trap.TRAP_FLAG}"
+
+
+def test_gpu_request_without_a_gpu_is_a_clear_error(capsys: pytest.CaptureFixture) -> None:
+    if any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("jax sees a GPU here")
+    assert run.main(["--device", "gpu"]) == 2
+    assert "jax sees no GPU device" in capsys.readouterr().err
+
+
+def test_unknown_workload_is_rejected(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit):
+        run.main(["--workload", "nope"])
+    assert "unknown workload nope" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not (config.SLOW and torch_available()), reason="ACG_SLOW=1 and torch")
+# torch's compiled autograd reads a non-leaf's .grad internally; the UserWarning this
+# raises must not become an error (pytest's filterwarnings=error) inside its FakeTensorMode.
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_torch_compiled_autograd_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "torch.json"
+    rc = run.main(["--smoke", "--no-sweep", "--no-progress", "--workload", "mlp_small,train",
+                   "--systems", "acg-eager,torch-eager,torch-compiled-autograd",
+                   "--json", str(out)])
+    doc = json.loads(out.read_text())
+    assert rc == 0, doc["failures"]
+    for workload in ("mlp_small", "train"):
+        system = doc["workloads"][workload]["systems"]["torch-compiled-autograd"]
+        assert system["grad_check"] == "ok" and system["median_us"] > 0
+
+
+@pytest.mark.skipif(not config.SLOW, reason="ACG_SLOW=1: four subprocesses")
+def test_xla_trap_study_measures_both_settings(tmp_path: Path) -> None:
+    out = tmp_path / "trap.json"
+    assert run.main(["--xla-trap", "--smoke", "--json", str(out)]) == 0
+    trap = json.loads(out.read_text())["xla_trap"]
+    assert xla_trap.TRAP_FLAG in trap["ynn_no_reduce"]["XLA_FLAGS"]
+    assert xla_trap.TRAP_FLAG not in trap["default"]["XLA_FLAGS"]
+    for setting in trap.values():
+        assert set(setting["measured"]) == {*xla_trap.TRAP_SYSTEMS, xla_trap.FORWARD}
