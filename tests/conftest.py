@@ -11,6 +11,17 @@ import autograd_compile as acg
 EXEC_MODES = ["eager", "compiled-eager", "compiled-jax"]
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Tests marked ``slow`` run only under ACG_SLOW=1 (make test-slow); the default run
+    deselects them (they are not reported as skipped)."""
+    if acg.config.SLOW:
+        return
+    slow = [i for i in items if i.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [i for i in items if not i.get_closest_marker("slow")]
+
+
 class ExecMode:
     """How a test runs its backward calls: ``with mode(): loss.backward()``."""
 
