@@ -339,18 +339,24 @@ def _check_assigned_grad(t: Tensor, g: Any) -> None:
 # -- the Backend adapter: Tensors in, jax arrays to the kernel, Tensors out -------------
 
 def _unwrap(v: Any) -> Any:
+    """Tensors (also inside lists, tuples, dicts) to their jax arrays."""
     if isinstance(v, Tensor):
         return v._data
     if type(v) in (list, tuple):
         return type(v)(_unwrap(x) for x in v)
+    if type(v) is dict:
+        return {k: _unwrap(x) for k, x in v.items()}
     return v
 
 
 def _wrap(v: Any) -> Any:
-    if isinstance(v, jax.Array) or isinstance(v, jax.core.Tracer):
+    """jax arrays and tracers (also inside lists, tuples, dicts) to Tensors."""
+    if isinstance(v, (jax.Array, jax.core.Tracer)):
         return _make(v)
     if type(v) in (list, tuple):
         return type(v)(_wrap(x) for x in v)
+    if type(v) is dict:
+        return {k: _wrap(x) for k, x in v.items()}
     return v
 
 

@@ -27,7 +27,7 @@ from ..compiled_runtime import HOST_CALLS, WRITES
 from ..dispatch.dispatcher import OpOverload
 from ..dispatch.keys import TLS, DispatchKey
 from ..fx import GraphModule, Node
-from ..tensor import Tensor, _make
+from ..tensor import Tensor, _unwrap, _wrap
 
 try:  # a lifted Python float must stay weakly typed (x_f32 * s stays f32), as in eager
     from jax._src.lax.lax import _convert_element_type as _convert
@@ -149,24 +149,6 @@ def _call_op(op: OpOverload, args: tuple, kwargs: dict) -> Any:
     finally:
         TLS.grad_enabled = prev
     return _unwrap(out)
-
-
-def _wrap(value: Any) -> Any:
-    if isinstance(value, (jax.Array, jax.core.Tracer)):
-        return _make(value)
-    if type(value) in (list, tuple):
-        return type(value)(_wrap(v) for v in value)
-    if type(value) is dict:
-        return {k: _wrap(v) for k, v in value.items()}
-    return value
-
-
-def _unwrap(value: Any) -> Any:
-    if isinstance(value, Tensor):
-        return value._data
-    if type(value) in (list, tuple):
-        return type(value)(_unwrap(v) for v in value)
-    return value
 
 
 class JaxProgram:
