@@ -34,7 +34,7 @@ from .autograd import engine
 from .autograd.engine import GraphTask, NodeHooks
 from .autograd.node import Node
 from .compiled_capture import AutogradCompilerInstance, CacheEntry
-from .compiled_nodes import Collector, memo_of, visit_node
+from .compiled_nodes import Collector, NotCapturable, memo_of, visit_node
 from .dispatch.keys import TLS
 
 log = config.get_logger("compiled_autograd")
@@ -152,7 +152,8 @@ class HookPlan:
 
     def __init__(self, hooks: NodeHooks | None, col: Collector, hook_list: list) -> None:
         def ref(kind: str, h: Callable) -> tuple[str, Any]:
-            if getattr(h, "_acg_pure", False):
+            # post-accumulate hooks observe parameters: always called, never traced
+            if getattr(h, "_acg_pure", False) and kind != "post_acc":
                 col.const((kind, "pure", h.__code__, _closure_key(h)))
                 return ("pure", h)
             col.const(kind)  # the kind matters: one pre-hook is not one post-hook
@@ -184,12 +185,13 @@ def _closure_key(fn: Callable) -> tuple:
 class Collected:
     """One backward's collect pass: key, runtime inputs and per-node plans."""
 
-    def __init__(self, task: GraphTask) -> None:
+    def __init__(self, task: GraphTask, compiler_fn: Callable | None = None) -> None:
         self.nodes = _ordered_nodes(task)
         ids = {n: i for i, n in enumerate(self.nodes)}
         col = self.col = Collector()
         self.hooks: list[Callable] = []
-        col.const((task.create_graph, task.accumulate, TLS.grad_enabled))
+        # each compiler compiles its own graphs
+        col.const((compiler_fn, task.create_graph, task.accumulate, TLS.grad_enabled))
         self.plans = {}
         hooks = task.hooks
         for node in self.nodes:
@@ -208,6 +210,16 @@ class Collected:
             for t in task.inputs:
                 col.leaf(t)
         self.key = tuple(col.key)
+
+
+class _EagerOnly:
+    """A cache entry for graphs that cannot be compiled faithfully (they run eagerly)."""
+
+    def guard_failure(self, sizes: list[int], scalars: list[float]) -> None:
+        return None
+
+
+EAGER_ONLY = _EagerOnly()
 
 
 def _lookup(c: Collected) -> CacheEntry | None:
@@ -261,15 +273,28 @@ def run_compiled(task: GraphTask) -> bool:
         if compiler_fn is not None:
             counters["eager_runs"] += 1  # reentrant or anomaly-checked backward: eager
         return False
-    c = Collected(task)
+    try:
+        c = Collected(task, compiler_fn)
+    except NotCapturable as e:  # e.g. an arbitrary object on a custom Function's ctx
+        counters["eager_runs"] += 1
+        if config.log_enabled("compiled_autograd_verbose"):
+            log.debug("running this backward eagerly: %s", e)
+        return False
     with _LOCK:
         entry = _lookup(c)
         if entry is None:
-            entry = AutogradCompilerInstance(compiler_fn).capture(task, c)
+            try:
+                entry = AutogradCompilerInstance(compiler_fn).capture(task, c)
+            except NotCapturable as e:
+                entry = EAGER_ONLY  # remembered: this graph always runs eagerly
+                log.debug("running this graph eagerly: %s", e)
             counters["captures"] += 1
             _insert(c, entry)
         else:
             counters["cache_hits"] += 1
+    if entry is EAGER_ONLY:
+        counters["eager_runs"] += 1
+        return False
     col = c.col
     engine.STATE.create_graph = task.create_graph
     prev, TLS.grad_enabled = TLS.grad_enabled, task.create_graph
@@ -278,6 +303,10 @@ def run_compiled(task: GraphTask) -> bool:
         outs = fn(col.inputs, col.sizes, col.scalars, c.hooks, col.leaves)
     finally:
         TLS.grad_enabled = prev
+    if c.hooks:  # a hook may have modified a saved tensor in place before it was used
+        for sv, node, i in col.saved_vars:
+            if entry.used_after_hook[i]:
+                sv.unpack(node)  # raises PyTorch's error; the journal undoes every write
     if task.inputs is not None:
         task.captured = list(outs)
     task.executed = c.nodes

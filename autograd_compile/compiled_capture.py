@@ -11,6 +11,7 @@ valid (a :class:`CacheEntry`).
 from __future__ import annotations
 
 import contextlib
+import operator
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
@@ -23,7 +24,7 @@ from .autograd.engine import GraphTask, check_hook_result, validate_outputs
 from .autograd.function import BackwardCFunction
 from .autograd.node import AccumulateGrad, GraphRoot, Node, TensorMeta
 from .autograd.saved import UNPACK_OVERRIDE, SavedVariable
-from .compiled_nodes import Collector, visit_node
+from .compiled_nodes import Collector, NotCapturable, visit_node
 from .compiled_runtime import (accumulate_grad, call_post_acc_hook, call_post_hook,
                                call_pre_hook, call_tensor_pre_hook, retain_grad)
 from .dispatch.keys import TLS
@@ -45,9 +46,10 @@ class CacheEntry:
     """A captured graph, its compiled callable, and when it may be reused."""
 
     def __init__(self, gm: GraphModule, compiled: Callable, sizes: "SizeGuards",
-                 scalar_guards: list[tuple[int, float]]) -> None:
+                 scalar_guards: list[tuple[int, float]], n_inputs: int) -> None:
         self.graph_module, self.compiled = gm, compiled
         self.sizes, self.scalar_guards = sizes, scalar_guards
+        self.used_after_hook = _used_after_hook(gm, n_inputs)
 
     def guard_failure(self, sizes: list[int], scalars: list[float]) -> str | None:
         """None if this entry serves these sizes and scalars, else why not."""
@@ -58,6 +60,23 @@ class CacheEntry:
             if scalars[i] != value:
                 return f"scalars[{i}] was specialised to {value}, now {scalars[i]}"
         return None
+
+
+def _used_after_hook(gm: GraphModule, n_inputs: int) -> list[bool]:
+    """For each input: is its first use preceded by a host hook call in graph order? (Only
+    those can see an in-place change a hook made; eager checks versions at first use.)"""
+    from .compiled_runtime import HOST_CALLS
+    nodes = list(gm.graph.nodes)
+    calls_before, count = {}, 0
+    for n in nodes:
+        calls_before[n] = count
+        count += n.op == "call_function" and n.target in HOST_CALLS
+    flags = [False] * n_inputs
+    for n in nodes:
+        if n.target is operator.getitem and n.args and getattr(n.args[0], "target", None) == \
+                "inputs" and n.users:
+            flags[n.args[1]] = min(calls_before[u] for u in n.users) > 0
+    return flags
 
 
 class SizeGuards:
@@ -72,7 +91,12 @@ class SizeGuards:
         self.sym_slots = np.flatnonzero(self.rep >= 0)
         self.shape_env, self.symbols = shape_env, symbols
         self.sym_rep = sorted({r for r in reps if r >= 0})  # one slot per symbol, in order
-        self._check = self._compile(shape_env, symbols)
+        self._check: Callable | None = None
+
+    def finalize(self) -> "SizeGuards":
+        """Compile the ShapeEnv's guards: called when capture ends (all are recorded)."""
+        self._check = self._compile(self.shape_env, self.symbols)
+        return self
 
     def _compile(self, env: ShapeEnv, symbols: list[sympy.Symbol]) -> Callable | None:
         conds = [g.condition for g in env.guards]
@@ -89,6 +113,8 @@ class SizeGuards:
         if self.sym_slots.size and not np.array_equal(arr[self.sym_slots],
                                                       arr[self.rep[self.sym_slots]]):
             return "sizes that were equal at capture now differ"
+        if self.sym_rep and int(arr[self.sym_rep].min()) < 2:
+            return "a symbolic size became 0 or 1 (those sizes are specialised)"
         if self._check is not None:
             values = [int(arr[r]) for r in self.sym_rep]
             if not self._check(*values):
@@ -163,7 +189,7 @@ class AutogradCompilerInstance:
         self.ph = {n: self.tracer.proxy(self.graph.placeholder(n)) for n in _PLACEHOLDERS}
         reps, first, symbols = [], {}, []
         for k, v in enumerate(sizes):
-            if v in (0, 1):
+            if v < 2:  # 0, 1 (and negative positions) are specialised, as in PyTorch
                 self.sym_sizes.append(v)
                 reps.append(-1)
             elif v in first:
@@ -295,6 +321,9 @@ class AutogradCompilerInstance:
 
     def end_capture(self, outputs: list, size_guards: SizeGuards) -> CacheEntry:
         """Finish the graph, log it, hand it to the compiler."""
+        if self.tracer.constants:  # a tensor from outside the graph: its value could change
+            raise NotCapturable(f"backward reads {len(self.tracer.constants)} tensor(s) from "
+                                "outside the autograd graph (a closure or global)")
         self.graph.output(tuple(None if o is None else self._p(o).node for o in outputs))
         self.graph.eliminate_dead_code()
         gm = GraphModule({}, self.graph, class_name="CompiledAutograd")
@@ -304,7 +333,8 @@ class AutogradCompilerInstance:
         if not callable(compiled):
             raise TypeError(f"compiler_fn {getattr(self.compiler_fn, '__name__', '?')} returned "
                             f"{type(compiled).__name__}, expected a callable")
-        return CacheEntry(gm, compiled, size_guards, list(self.scalar_guards))
+        return CacheEntry(gm, compiled, size_guards.finalize(), list(self.scalar_guards),
+                          len(self.collected.col.inputs))
 
 
 def _run_walk(task: GraphTask, call: Callable) -> list:

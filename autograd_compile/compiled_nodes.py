@@ -75,13 +75,32 @@ def visit_op_node(node: OpNode, v: Any) -> NodeState:
     return NodeState(args, outs)
 
 
+class NotCapturable(Exception):
+    """This backward reads state compiled autograd cannot lift or guard: run it eagerly."""
+
+
+_PLAIN = (int, float, str, bool, type(None), Tensor, TensorMeta, slice)
+
+
+def _liftable(value: Any) -> bool:
+    """Numbers, strings, tensors, dtypes, classes and tuples/lists of them: their values
+    are lifted or guarded. Any other object could hide values backward reads from it."""
+    if isinstance(value, (list, tuple)):
+        return all(_liftable(x) for x in value)
+    return isinstance(value, _PLAIN) or isinstance(value, type) or hasattr(value, "itemsize")
+
+
 def visit_function_node(node: BackwardCFunction, v: Any) -> NodeState:
     v.const((node.fn_cls, node.materialize_grads, node._arg_is_tensor, node.needs_input_grad))
     saved = [None if s is None else v.saved(s, node) for s in getattr(node, "_saved", ())]
     attrs = {}
     for name in sorted(k for k in vars(node) if not k.startswith("_") and k not in _CTX_INTERNAL):
+        value = vars(node)[name]
+        if not _liftable(value):
+            raise NotCapturable(f"{node.name()}: ctx.{name} is a {type(value).__name__}; its "
+                                "contents cannot be lifted or guarded")
         v.const(name)
-        attrs[name] = visit_value(vars(node)[name], v)
+        attrs[name] = visit_value(value, v)
     return NodeState(saved, extra=attrs)
 
 
@@ -216,6 +235,8 @@ class Collector:
         self.scalars: list[float] = []
         self.leaves: list[Tensor] = []
         self._leaf_ids: dict[int, int] = {}
+        # (saved variable, its node, its index in inputs): re-checked after hooks ran
+        self.saved_vars: list[tuple[SavedVariable, Node, int]] = []
 
     def const(self, value: Any) -> Any:
         self.key.append(_hashable(value))
@@ -223,12 +244,15 @@ class Collector:
 
     def replay_memo(self, memo: NodeMemo, node: Node) -> None:
         """Add a memoised node: its key as one item, its sizes and saved tensors."""
-        self.key.append(memo.key)
+        self.key.extend(memo.key)  # the same items a live visit appends: same cache key
         self.sizes.extend(memo.sizes)
         self.scalars.extend(memo.scalars)
+        start = len(self.inputs)
         self.inputs.extend(sv.unpack(node) for sv in memo.saved)
+        self.saved_vars.extend((sv, node, start + k) for k, sv in enumerate(memo.saved))
 
     def saved(self, sv: SavedVariable, node: Node) -> Tensor:
+        self.saved_vars.append((sv, node, len(self.inputs)))
         return self.tensor(sv.unpack(node))
 
     def tensor(self, t: Tensor) -> Tensor:

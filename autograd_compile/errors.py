@@ -12,11 +12,16 @@ class OpError(RuntimeError):
     """An op failed on its inputs; the message names the op, shapes and dtypes."""
 
 
+def shape_list(shape: Any) -> list:
+    """A shape for messages: symbolic sizes shown as the sizes they stand for."""
+    return [int(getattr(getattr(d, "node", None), "hint", d)) for d in shape]
+
+
 def describe_value(value: Any) -> str:
     """'Tensor[2, 3] float32' for tensors, repr for everything else."""
     shape = getattr(value, "shape", None)
     if shape is not None and hasattr(value, "dtype"):
-        return f"Tensor{list(shape)} {value.dtype}"
+        return f"Tensor{shape_list(shape)} {value.dtype}"
     if isinstance(value, (list, tuple)) and any(hasattr(v, "shape") for v in value):
         return "[" + ", ".join(describe_value(v) for v in value) + "]"
     return repr(value)

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable
 
 from autograd_compile.autograd.derivatives import alias_for_inplace, register_derivative
 from autograd_compile.dispatch import COMPOSITE, DISPATCHER, Library, OpOverload, parse_schema
+from autograd_compile.errors import op_error
 from autograd_compile.fake import TensorMeta, register_shape_rule
 
 from ._jit import jitted
@@ -105,8 +106,9 @@ def inplace(name: str, functional: OpOverload) -> OpOverload:
         copy_ = DISPATCHER.ops["acg::copy_"]  # looked up late: shape.py defines it
         new = functional(alias_for_inplace(self), *args, **kwargs)
         if not can_cast(new.dtype, self.dtype):
-            raise RuntimeError(f"{name}: result type {new.dtype} can't be cast to the desired "
-                               f"output type {self.dtype}")
+            cause = RuntimeError(f"result type {new.dtype} can't be cast to the desired output "
+                                 f"type {self.dtype}")
+            raise op_error(DISPATCHER.ops[f"acg::{new_head}"], (self, *args), kwargs, cause)
         return copy_(self, new)
     kernel.__name__ = kernel.__qualname__ = f"{name}_as_copy"
     return defop(new_schema + "-> Tensor(a!)", composite=kernel)

@@ -32,11 +32,18 @@ def _traceable(v: Any) -> bool:
 
 
 def _hashable(v: Any) -> Any:
+    """A static value as a cache key, tagged with its type: numpy finds ``dtype('float64')
+    == None`` and Python ``True == 1 == 1.0``, which must not share a compiled program."""
     if isinstance(v, (list, tuple)):
-        return tuple(_hashable(x) for x in v)
+        return tuple, tuple(_hashable(x) for x in v)
     if isinstance(v, jax.core.Tracer):
         raise _InsideTrace
-    return v
+    return type(v), v
+
+
+def _value(key: tuple) -> Any:
+    kind, v = key
+    return tuple(_value(x) for x in v) if kind is tuple else v
 
 
 class _InsideTrace(Exception):
@@ -57,13 +64,18 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
     traced = tuple((a.type.startswith(_TRACED_TYPES) and a.name not in static)
                    or a.name in dynamic for a in schema.arguments)
 
-    def body(values: tuple, fixed: tuple) -> Any:
-        it = iter(values)
-        full = [next(it) if f is _TRACED else f for f in fixed]
-        pos = [v for v, k in zip(full, kwonly) if not k]
-        return kernel(*pos, **{n: v for n, v, k in zip(names, full, kwonly) if k})
-    body.__name__ = body.__qualname__ = schema.qualified_name.split("::")[-1].replace(".", "_")
-    compiled = jax.jit(body, static_argnums=1)
+    name = schema.qualified_name.split("::")[-1].replace(".", "_")
+    programs: dict[tuple, Callable] = {}  # one jitted function per set of static values
+
+    def program(fixed: tuple) -> Callable:
+        def body(*values: Any) -> Any:
+            it = iter(values)
+            full = [next(it) if f is _TRACED else _value(f) for f in fixed]
+            pos = [v for v, k in zip(full, kwonly) if not k]
+            return kernel(*pos, **{n: v for n, v, k in zip(names, full, kwonly) if k})
+        body.__name__ = body.__qualname__ = name
+        programs[fixed] = fn = jax.jit(body)  # only arrays cross: jax's C++ fast path
+        return fn
 
     def run(*args: Any, **kwargs: Any) -> Any:
         if pre is not None:
@@ -78,5 +90,6 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
                     fixed.append(_hashable(v))
         except _InsideTrace:  # an enclosing jit (e.g. the JAX backend) compiles it anyway
             return kernel(*args, **kwargs)
-        return compiled(tuple(values), tuple(fixed))
+        key = tuple(fixed)
+        return (programs.get(key) or program(key))(*values)
     return run

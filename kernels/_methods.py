@@ -20,6 +20,7 @@ from . import elementwise as E
 from . import indexing as I
 from . import shape as S
 from ._dtypes import as_dtype
+from .views import inplace_method
 
 # methods that are exactly the acg function of the same name (input first)
 _SAME = (
@@ -30,8 +31,8 @@ _SAME = (
     "less_equal not_equal logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor "
     "equal allclose sum mean prod cumsum max min amax amin argmax argmin var std var_mean "
     "std_mean logsumexp all any norm transpose swapaxes swapdims t unsqueeze squeeze flatten "
-    "unflatten split chunk unbind select narrow flip clone index_select gather scatter_add masked_fill "
-    "nonzero matmul mm bmm dot outer softmax log_softmax is_floating_point"
+    "unflatten split chunk unbind select narrow flip clone index_select gather scatter_add "
+    "masked_fill nonzero matmul mm bmm dot outer softmax log_softmax is_floating_point"
 ).split()
 
 # in-place methods: the op of the same name
@@ -85,16 +86,17 @@ def _shape_args(args: tuple) -> list:
 def _methods() -> dict[str, Any]:
     m: dict[str, Any] = {name: getattr(A, name) for name in _SAME}
     m.update({
-        "view": lambda self, *shape: S.view(self, _shape_args(shape)),
-        "reshape": lambda self, *shape: S.reshape(self, _shape_args(shape)),
-        "view_as": lambda self, other: S.view(self, list(other.shape)),
-        "reshape_as": lambda self, other: S.reshape(self, list(other.shape)),
+        "view": lambda self, *shape: A._reshaped(self, S.view, _shape_args(shape)),
+        "reshape": lambda self, *shape: A._reshaped(self, S.reshape, _shape_args(shape)),
+        "view_as": lambda self, other: A._reshaped(self, S.view, list(other.shape)),
+        "reshape_as": lambda self, other: A._reshaped(self, S.reshape, list(other.shape)),
         "expand": lambda self, *size: S.expand(self, _shape_args(size)),
         "expand_as": lambda self, other: S.expand(self, list(other.shape)),
         "repeat": lambda self, *sizes: S.repeat(self, _shape_args(sizes)),
-        "permute": lambda self, *dims: S.permute(self, _shape_args(dims)),
+        "permute": lambda self, *dims: A.permute(self, _shape_args(dims)),
         "sum_to_size": lambda self, *size: S.sum_to_size(self, _shape_args(size)),
         "contiguous": lambda self, *a, **k: self,  # always contiguous
+        "is_contiguous": lambda self, *a, **k: True,
         "where": lambda self, condition, other: E.where(condition, self, other),
         "type_as": lambda self, other: to(self, other.dtype),
         "to": to, "cpu": lambda self: self,
@@ -110,24 +112,17 @@ def _methods() -> dict[str, Any]:
         "new_tensor": lambda self, data, dtype=None, **k: A.tensor(data, dtype or self.dtype),
         "index_put": lambda self, indices, values, accumulate=False: I.index_put(
             self, list(indices), values, accumulate),
-        "index_put_": lambda self, indices, values, accumulate=False: I.index_put_(
-            self, list(indices), values, accumulate),
-        "pow_": _pow_,
-        "clamp_": lambda self, min=None, max=None: (
+        "index_put_": inplace_method(lambda self, indices, values, accumulate=False:
+                                     I.index_put_(self, list(indices), values, accumulate)),
+        "pow_": inplace_method(_pow_),
+        "clamp_": inplace_method(lambda self, min=None, max=None: (
             E.clamp_tensor_ if isinstance(min, Tensor) or isinstance(max, Tensor) else E.clamp_)(
-                self, min, max),
+                self, min, max)),
         "__getitem__": I.getitem, "__setitem__": I.setitem,
     })
-    m.update({name: _as_method(op) for name, op in _INPLACE.items()})
+    # an op object is not a descriptor: the wrapper passes ``self`` (and writes through views)
+    m.update({name: inplace_method(op) for name, op in _INPLACE.items()})
     return m
-
-
-def _as_method(op: Any) -> Callable:
-    """An op object is not a descriptor: wrap it so ``x.add_(y)`` passes ``x``."""
-    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
-        return op(self, *args, **kwargs)
-    method.__name__ = method.__qualname__ = op.name.split(".")[0]
-    return method
 
 
 # -- operators -------------------------------------------------------------------------------
@@ -157,10 +152,9 @@ def _operators() -> dict[str, Any]:
         m[f"__r{name}__"] = _reflected(fn)
     for name in ("eq", "ne", "lt", "le", "gt", "ge"):
         m[f"__{name}__"] = _forward(getattr(A, name))
-    inplace = {"add": E.add_, "sub": E.sub_, "mul": E.mul_, "truediv": E.div_}
+    inplace = {"add": E.add_, "sub": E.sub_, "mul": E.mul_, "truediv": E.div_, "pow": _pow_}
     for name, fn in inplace.items():
-        m[f"__i{name}__"] = _forward(fn)
-    m["__ipow__"] = _forward(_pow_)
+        m[f"__i{name}__"] = _forward(inplace_method(fn))
     m.update({"__neg__": A.neg, "__pos__": lambda self: self, "__abs__": A.abs,
               "__invert__": A.bitwise_not})
     return m
@@ -170,7 +164,7 @@ def install_tensor_methods(cls: type) -> None:
     """Put every method, property and operator on ``cls`` (the Tensor class), once."""
     for name, fn in {**_methods(), **_operators()}.items():
         setattr(cls, name, fn)
-    cls.T = property(lambda self: S.permute(self, list(builtins.range(self.ndim))[::-1]))
-    cls.mT = property(lambda self: S.transpose(self, -2, -1))
+    cls.T = property(lambda self: A.permute(self, list(builtins.range(self.ndim))[::-1]))
+    cls.mT = property(lambda self: A.transpose(self, -2, -1))
     cls.__hash__ = object.__hash__  # defining __eq__ must not make tensors unhashable
 

@@ -37,6 +37,7 @@ from . import shape as S
 from ._dtypes import DEFAULT_FLOAT, DEFAULT_INT, as_dtype, is_float, result_type
 from ._shapes import numel as _numel
 from ._shapes import wrap_dim
+from .views import as_shape_of, view_of
 
 _Dim = int | Sequence[int] | None
 
@@ -79,11 +80,14 @@ def _plain_dtype(a: np.ndarray) -> np.dtype:
 
 def _array(data: Any, dtype: Any) -> jax.Array:
     if isinstance(data, Tensor):
-        return data.__jax_array__() if dtype is None else data.__jax_array__().astype(dtype)
-    if isinstance(data, (jax.Array, np.ndarray, np.generic)):
-        return jnp.asarray(data, dtype)
+        data = data.__jax_array__()
+    if isinstance(data, jax.Array):
+        return data if dtype is None or data.dtype == dtype else data.astype(dtype)
     a = np.asarray(data)
-    return jnp.asarray(a, dtype if dtype is not None else _plain_dtype(a))
+    if not isinstance(data, (np.ndarray, np.generic)):
+        dtype = dtype if dtype is not None else _plain_dtype(a)
+    # convert on the host, then transfer: jnp.asarray would compile a program per shape
+    return jax.device_put(a if dtype is None else a.astype(dtype, copy=False))
 
 
 def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
@@ -463,19 +467,28 @@ def norm(input: Tensor, p: Any = "fro", dim: _Dim = None, keepdim: builtins.bool
 
 
 # -- shape ---------------------------------------------------------------------------------
+# views: results remember their base, so in-place ops on them write through (views.py)
+def _reshaped(input: Tensor, op: Any, size: list) -> Tensor:
+    return view_of(op(input, size), input, as_shape_of)
+
+
 def reshape(input: Tensor, shape: Sequence[Any]) -> Tensor:
-    return S.reshape(input, _sizes((shape,)))
+    return _reshaped(input, S.reshape, _sizes((shape,)))
 
 
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
-    return S.transpose(input, dim0, dim1)
+    return view_of(S.transpose(input, dim0, dim1), input,
+                   lambda b, v: S.transpose(v, dim0, dim1))
 
 
 swapaxes = swapdims = transpose
 
 
 def permute(input: Tensor, dims: Sequence[int]) -> Tensor:
-    return S.permute(input, list(dims))
+    out = S.permute(input, list(dims))  # validates the dims
+    order = [wrap_dim(d, input.ndim) for d in dims]
+    back = sorted(builtins.range(len(order)), key=order.__getitem__)  # the inverse permutation
+    return view_of(out, input, lambda b, v: S.permute(v, back))
 
 
 def t(input: Tensor) -> Tensor:
@@ -483,33 +496,36 @@ def t(input: Tensor) -> Tensor:
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input.ndim}D")
-    return S.transpose(input, 0, 1) if input.ndim == 2 else input
+    return transpose(input, 0, 1) if input.ndim == 2 else input
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
-    return S.unsqueeze(input, dim)
+    return view_of(S.unsqueeze(input, dim), input, as_shape_of)
 
 
 def squeeze(input: Tensor, dim: _Dim = None) -> Tensor:
     if dim is None:
-        return S.squeeze(input)
-    return S.squeeze_dim(input, dim) if isinstance(dim, int) else S.squeeze_dims(input, list(dim))
+        out = S.squeeze(input)
+    else:
+        out = S.squeeze_dim(input, dim) if isinstance(dim, int) else \
+            S.squeeze_dims(input, list(dim))
+    return view_of(out, input, as_shape_of)
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims start_dim..end_dim into one."""
     if input.ndim == 0:
-        return S.reshape(input, [1])
+        return _reshaped(input, S.reshape, [1])
     a, b = wrap_dim(start_dim, input.ndim), wrap_dim(end_dim, input.ndim)
     if a > b:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = tuple(input.shape)
-    return S.reshape(input, list(shape[:a] + (_numel(shape[a:b + 1]),) + shape[b + 1:]))
+    return _reshaped(input, S.reshape, list(shape[:a] + (_numel(shape[a:b + 1]),) + shape[b + 1:]))
 
 
 def unflatten(input: Tensor, dim: int, sizes: Sequence[Any]) -> Tensor:
     d, shape = wrap_dim(dim, input.ndim), tuple(input.shape)
-    return S.reshape(input, list(shape[:d]) + list(sizes) + list(shape[d + 1:]))
+    return _reshaped(input, S.reshape, list(shape[:d]) + list(sizes) + list(shape[d + 1:]))
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -528,8 +544,18 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
     """Pieces of ``split_size`` (the last may be smaller) or of the given sizes."""
     if isinstance(split_size_or_sections, (list, tuple)):
-        return S.split_with_sizes(tensor, list(split_size_or_sections), dim)
-    return S.split(tensor, split_size_or_sections, dim)
+        return _pieces(S.split_with_sizes(tensor, list(split_size_or_sections), dim), tensor, dim)
+    return _pieces(S.split(tensor, split_size_or_sections, dim), tensor, dim)
+
+
+def _pieces(outs: tuple, base: Tensor, dim: int) -> tuple:
+    """split/chunk results are slice views of ``base``."""
+    start = 0
+    for out in outs:
+        end = start + out.shape[wrap_dim(dim, base.ndim)]
+        view_of(out, base, lambda b, v, s=start, e=end: I.slice_scatter(b, v, dim, s, e))
+        start = end
+    return outs
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
@@ -537,19 +563,30 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     size = input.shape[wrap_dim(dim, input.ndim)]
-    return S.split(input, builtins.max((size + chunks - 1) // chunks, 1), dim)
+    return split(input, builtins.max((size + chunks - 1) // chunks, 1), dim)
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple:
-    return S.unbind(input, dim)
+    outs = S.unbind(input, dim)
+    for i, out in enumerate(outs):
+        view_of(out, input, lambda b, v, i=i: I.select_scatter(b, v, dim, i))
+    return outs
+
+
+def _size_at(input: Tensor, dim: int) -> Any:
+    return input.shape[wrap_dim(dim, input.ndim)] if input.ndim else 1
 
 
 def select(input: Tensor, dim: int, index: Any) -> Tensor:
-    return I.select(input, dim, index)
+    out = I.select(input, dim, index)  # validates dim and index
+    index = I.front(index, _size_at(input, dim))
+    return view_of(out, input, lambda b, v: I.select_scatter(b, v, dim, index))
 
 
 def narrow(input: Tensor, dim: int, start: Any, length: Any) -> Tensor:
-    return I.slice_op(input, dim, start, start + length)
+    start = I.front(start, _size_at(input, dim))
+    return view_of(I.slice_op(input, dim, start, start + length), input,
+                   lambda b, v: I.slice_scatter(b, v, dim, start, start + length))
 
 
 def flip(input: Tensor, dims: _Dim) -> Tensor:
@@ -635,7 +672,7 @@ def get_default_dtype() -> np.dtype:
     return DEFAULT_FLOAT
 
 
-from ._methods import install_tensor_methods  # noqa: E402  (needs the functions above)
+from ._methods import install_tensor_methods  # noqa: E402,F401  (needs the functions above)
 
 # -- dtypes (last: ``bool`` shadows the builtin in this module) -----------------------------------
 float32, float64, float16, bfloat16 = jnp.float32, jnp.float64, jnp.float16, jnp.bfloat16
@@ -667,7 +704,8 @@ __all__ = [
     # shape and indexing
     "reshape", "transpose", "swapaxes", "swapdims", "permute", "t", "unsqueeze", "squeeze",
     "flatten", "unflatten", "cat", "concat", "concatenate", "stack", "split", "chunk", "unbind",
-    "select", "narrow", "flip", "clone", "index_select", "gather", "scatter_add", "masked_fill", "nonzero",
+    "select", "narrow", "flip", "clone", "index_select", "gather", "scatter_add", "masked_fill",
+    "nonzero",
     # linear algebra and friends
     "matmul", "mm", "bmm", "dot", "outer", "softmax", "log_softmax",
     "is_tensor", "is_floating_point", "numel",

@@ -18,7 +18,7 @@ from autograd_compile.fake import TensorMeta
 from ._defop import NONDIFF, binary, defop, inplace, reduce_grad, scaled, unary
 from ._dtypes import BOOL, cast, is_float, result_type
 from ._shapes import broadcast_shapes, is_tensor_like, shape_of
-from .factories import zeros_like
+from .factories import full_like, zeros_like
 
 
 def wants(v: Any) -> bool:
@@ -52,7 +52,8 @@ reciprocal = unary("reciprocal", jnp.reciprocal, lambda g, x, out: -(g * (out * 
                    save=("out",))
 log1p = unary("log1p", jnp.log1p, lambda g, x, out: g / (x + 1))
 expm1 = unary("expm1", jnp.expm1, lambda g, x, out: g * (out + 1), save=("out",))
-erf = unary("erf", jsp.erf, lambda g, x, out: g * ((x * x).neg().exp() * (2 / math.sqrt(math.pi))))
+_2_SQRT_PI = 2 / math.sqrt(math.pi)  # d/dx erf(x) = 2/sqrt(pi) exp(-x^2)
+erf = unary("erf", jsp.erf, lambda g, x, out: g * ((x * x).neg().exp() * _2_SQRT_PI))
 
 # -- unary, dtype-preserving ----------------------------------------------------------------
 neg = unary("neg", jnp.negative, lambda g, x, out: -g, save=(), floating=False)
@@ -141,11 +142,18 @@ pow_int = defop("pow.Tensor_int(Tensor self, int exponent) -> Tensor",
                                                                             x.dtype),
                 backward=lambda g, x, n, out: zeros_like(g) if n == 0 else
                 g * (_ipow(x, n - 1) * n), save=("self",))
+
+
+def _pow_base_backward(g: Any, b: Any, y: Any, out: Any) -> Any:
+    """d/dy b**y = b**y log b; the base goes through an op (it may be a lifted scalar)."""
+    base = full_like(out, b)
+    return where(logical_and(eq(base, 0), ge(y, 0)), 0, g * out * base.log())
+
+
 pow_base = defop("pow.Scalar(Scalar self, Tensor exponent) -> Tensor",
                  lambda b, y: jnp.power(cast(b, result_type(b, y)), cast(y, result_type(b, y))),
                  shape=lambda b, y: TensorMeta(tuple(y.shape), result_type(b, y)),
-                 backward=lambda g, b, y, out: zeros_like(g) if b == 0 else
-                 g * out * math.log(b), save=("out",))
+                 backward=_pow_base_backward, save=("exponent", "out"))
 
 # -- comparisons and logic: bool results, no gradient -----------------------------------------
 eq = binary("eq.Tensor", jnp.equal, NONDIFF, out="bool")

@@ -24,6 +24,8 @@ from ._dtypes import BOOL, DEFAULT_INT, cast, category
 from ._shapes import broadcast_shapes, shape_of, slice_length, wrap_dim
 from .elementwise import where
 from .factories import full, zeros
+from .shape import copy_
+from .views import check_writable, view_of, write_through
 
 
 def _at(d: int, i: Any) -> tuple:
@@ -196,8 +198,8 @@ def _index_put_backward(g: Any, x: Any, indices: list, values: Any, accumulate: 
     return reduce_grad(gx, x), [None] * len(indices), gv
 
 
-index = defop("index.Tensor(Tensor self, Tensor[] indices) -> Tensor", _index,
-              pre=_check_bounds, shape=lambda x, ix: TensorMeta(_index_shape(tuple(x.shape), ix), x.dtype),
+index = defop("index.Tensor(Tensor self, Tensor[] indices) -> Tensor", _index, pre=_check_bounds,
+              shape=lambda x, ix: TensorMeta(_index_shape(tuple(x.shape), ix), x.dtype),
               save=("indices",), backward=lambda g, x, ix, out: (
                   index_put(zeros(list(x.shape), dtype=g.dtype), ix, g, True), [None] * len(ix)))
 index_put = defop("index_put(Tensor self, Tensor[] indices, Tensor values, bool accumulate=False)"
@@ -228,7 +230,8 @@ def _scatter_add(x: Any, dim: int, index: Any, src: Any) -> Any:
 
 
 gather = defop("gather(Tensor self, int dim, Tensor index) -> Tensor",
-               lambda x, dim, ix: x[_grid(ix, wrap_dim(dim, x.ndim))], shape=_gather_rule, check=True,
+               lambda x, dim, ix: x[_grid(ix, wrap_dim(dim, x.ndim))], shape=_gather_rule,
+               check=True,
                save=("index",), backward=lambda g, x, dim, ix, out: (scatter_add(
                    zeros(list(x.shape), dtype=g.dtype), dim, ix, g), None))
 scatter_add = defop("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
@@ -296,13 +299,19 @@ def _mask_indices(mask: Tensor) -> list:
     return [select(nz, 1, k) for k in range(mask.ndim)]
 
 
+def front(i: Any, size: Any) -> Any:
+    """A position counted from the front: recorded index arguments are never negative
+    (compiled autograd lifts them like sizes, which cannot be)."""
+    return i + size if isinstance(i, int) and i < 0 else i
+
+
 def _int_step(i: Any, shape: tuple, orig: int, d: int) -> tuple:
     """select(d, i); ``orig`` is the dim of the original tensor (for the message)."""
     i = i if isinstance(i, SymInt) else operator.index(i)
     size = shape[orig]
     if isinstance(i, int) and isinstance(size, int) and not -size <= i < size:
         raise IndexError(f"index {i} is out of bounds for dimension {orig} with size {size}")
-    return ("select", d, i)
+    return ("select", d, front(i, size))
 
 
 def steps_of(shape: tuple, index: Any) -> list[tuple]:
@@ -317,8 +326,9 @@ def steps_of(shape: tuple, index: Any) -> list[tuple]:
             step = 1 if i.step is None else i.step
             if step <= 0:
                 raise ValueError("step must be greater than zero")
-            if (i.start, i.stop, step) != (None, None, 1):
-                steps.append(("slice", d, i.start, i.stop, step))
+            if (i.start, i.stop, step) != (None, None, 1):  # bounds as clamped positions
+                start, stop, _ = slice_length(shape[orig], i.start, i.stop, step)
+                steps.append(("slice", d, start, stop, step))
             d, orig = d + 1, orig + 1
         elif isinstance(i, Tensor) and i.dtype == BOOL:
             for k, t in enumerate(_mask_indices(i)):
@@ -354,12 +364,15 @@ def _write(base: Any, new: Any, step: tuple) -> Any:
 
 
 def getitem(x: Tensor, index: Any) -> Tensor:
-    """``x[index]``: ints, slices (positive steps), None, Ellipsis, int/bool tensors, lists."""
+    """``x[index]``: ints, slices (positive steps), None, Ellipsis, int/bool tensors, lists.
+    Basic steps give views (writes through them reach ``x``); an advanced index copies."""
     steps = steps_of(tuple(x.shape), index)
     if not steps:
         return x.view(list(x.shape))  # x[...] / x[:]: a new tensor, as PyTorch's view
     for step in steps:
-        x = _read(x, step)
+        base, x = x, _read(x, step)
+        if step[0] != "index":
+            view_of(x, base, lambda b, v, step=step: _write(b, v, step))
     return x
 
 
@@ -382,9 +395,10 @@ def _where_mask(mask: Tensor, value: Any, x: Tensor) -> Tensor:
 
 def setitem(x: Tensor, index: Any, value: Any) -> None:
     """``x[index] = value``: read the chain, write the value back up it, copy_ into x."""
+    check_writable(x)
     if isinstance(index, Tensor) and index.dtype == BOOL and tuple(index.shape) == tuple(x.shape):
-        x.copy_(_where_mask(index, value, alias_for_inplace(x)))  # x[mask] = v: no data-
-        return                                                     # dependent sizes needed
+        copy_(x, _where_mask(index, value, alias_for_inplace(x)))  # x[mask] = v: no data-
+        return write_through(x)                                     # dependent sizes needed
     steps = steps_of(tuple(x.shape), index)
     bases = [alias_for_inplace(x)]  # reads see the value before the write
     for step in steps:
@@ -392,4 +406,5 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
     new = _value_like(value, bases[-1], x.dtype)
     for step, base in zip(reversed(steps), reversed(bases[:-1])):
         new = _write(base, new, step)
-    x.copy_(new)
+    copy_(x, new)
+    write_through(x)

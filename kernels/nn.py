@@ -92,7 +92,7 @@ gelu = defop("gelu(Tensor self, *, str approximate='none') -> Tensor", _gelu, sh
              check=True, save=("self",), backward=_gelu_backward)
 
 
-# -- layer_norm over the trailing normalized_shape dims ---------------------------------------------
+# -- layer_norm over the trailing normalized_shape dims -----------------------------------------
 def _ln_dims(x: Any, shape: Any) -> tuple[int, ...]:
     k, tail = len(shape), tuple(x.shape[x.ndim - len(shape):])
     if k == 0 or k > x.ndim or tail != tuple(shape):
@@ -189,11 +189,10 @@ def _cross_entropy(x: Any, t: Any, w: Any = None, reduction: str = "mean",
     ts = jnp.where(valid, t, 0)
     picked = jnp.take_along_axis(logp, jnp.expand_dims(ts, c), axis=c).squeeze(c)
     wt = valid.astype(x.dtype) if w is None else w[ts] * valid
-    loss = -picked * wt
-    if label_smoothing:
-        wc = 1 if w is None else w.reshape((-1,) + (1,) * (x.ndim - c - 1))
-        smooth = -jnp.sum(logp * wc, c) * valid
-        loss = (1 - label_smoothing) * loss + smooth * (label_smoothing / x.shape[c])
+    # label_smoothing may be a traced (lifted) scalar: no Python branch on its value
+    wc = 1 if w is None else w.reshape((-1,) + (1,) * (x.ndim - c - 1))
+    smooth = -jnp.sum(logp * wc, c) * valid
+    loss = (1 - label_smoothing) * (-picked * wt) + smooth * (label_smoothing / x.shape[c])
     if reduction == "none":
         return loss
     return jnp.sum(loss) if reduction == "sum" else jnp.sum(loss) / jnp.sum(wt)
@@ -212,16 +211,15 @@ def _ce_backward(g: Any, x: Any, t: Any, w: Any, reduction: str, ignore_index: i
     gs = gs / wt.sum() if reduction == "mean" else gs
     picked = (gs * wt * -(1 - ls)).unsqueeze(c)
     dlogp = scatter_add(zeros_like(x), c, ts.unsqueeze(c), picked)
-    if ls:
-        wc = 1 if w is None else w.reshape([-1] + [1] * (x.ndim - c - 1))
-        dlogp = dlogp - (gs * valid).unsqueeze(c) * wc * (ls / x.shape[c])
+    wc = 1 if w is None else w.reshape([-1] + [1] * (x.ndim - c - 1))  # smoothing: ls may be
+    dlogp = dlogp - (gs * valid).unsqueeze(c) * wc * (ls / x.shape[c])  # lifted, no branch
     return dlogp - x.softmax(c) * dlogp.sum(c, keepdim=True), None, None
 
 
 cross_entropy = defop("cross_entropy(Tensor self, Tensor target, Tensor? weight=None, "
                       "str reduction='mean', int ignore_index=-100, float label_smoothing=0.0) "
                       "-> Tensor", _cross_entropy, shape=_ce_rule, check=True,
-                      backward=_ce_backward, static=("label_smoothing",), pre=_check_targets)
+                      backward=_ce_backward, pre=_check_targets)
 
 
 # -- mse_loss, linear -------------------------------------------------------------------------

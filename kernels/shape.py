@@ -1,7 +1,8 @@
 """Shape and copy ops: view/reshape, permutes, (un)squeeze, expand, cat/stack/split, to, copy_.
 
-JAX arrays are immutable, so a "view" here is a new tensor over a reshaped value: it
-never aliases storage (an in-place op on a view does not write through to its base).
+JAX arrays are immutable, so a view op returns a new tensor over a reshaped value; the
+Python surface marks it as a view of its input (views.py), so in-place ops on it still
+write through to the base, as in PyTorch.
 """
 from __future__ import annotations
 

@@ -2,17 +2,19 @@
 
 Each :class:`Case` is an op written twice, on acg tensors (``fn``) and on jnp arrays
 (``ref``), plus its inputs. From the table:
-  1. forward matches jnp (float32 inputs);
+  1. forward matches jnp (float64), and float32 stays float32 (a subset, real kernels);
   2. backward matches ``jax.vjp`` of the jnp version (float64, tight tolerance);
   3. backward matches central differences along random directions (float64);
   4. fake tensors (concrete and symbolic sizes) give the real shapes and dtypes;
-  5. double backward matches jax (cases marked ``double``);
+  5. double backward matches jax (cases marked ``double``), w.r.t. inputs and cotangents;
   6. in-place variants (second table) match out-of-place, bump ``_version``, and
-     differentiate like the out-of-place op.
+     differentiate like the out-of-place op; in-place ops on views write through.
+Then the Python surface: factories, dtype promotion, node names, casts, dropout.
 """
 from __future__ import annotations
 
 import functools
+import threading
 import zlib
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -40,28 +42,18 @@ class Arg:
     value: Any = None
 
 
-def T(*shape: int, lo: float = -2.0, hi: float = 2.0) -> Arg:
-    return Arg(shape, lo, hi)
+def T(*shape: int, lo: float = -2.0, hi: float = 2.0, kind: str = "float") -> Arg:
+    return Arg(shape, lo, hi, kind)
 
 
-def P(*shape: int) -> Arg:  # positive: log, sqrt, division
-    return Arg(shape, 0.5, 2.0)
+P = functools.partial(T, lo=0.5, hi=2.0)  # positive: log, sqrt, division
+U = functools.partial(T, lo=-0.9, hi=0.9)  # inside (-1, 1)
+C = functools.partial(T, lo=0.5, hi=2.0, kind="const")  # positive constants (class weights)
+B = functools.partial(T, kind="bool")
 
 
-def U(*shape: int) -> Arg:  # inside (-1, 1)
-    return Arg(shape, -0.9, 0.9)
-
-
-def I(*shape: int, hi: int) -> Arg:  # noqa: E743  (integer indices)
+def I(*shape: int, hi: int) -> Arg:  # noqa: E743  (integer indices in [0, hi))
     return Arg(shape, 0, hi, "int")
-
-
-def B(*shape: int) -> Arg:
-    return Arg(shape, kind="bool")
-
-
-def C(*shape: int) -> Arg:  # positive float constants (class weights)
-    return Arg(shape, 0.5, 2.0, "const")
 
 
 def V(value: Any, kind: str = "float") -> Arg:
@@ -78,8 +70,6 @@ class Case:
     grad: bool = True
     double: bool = False
     fake: bool = True
-    rtol: float = 1e-5
-    atol: float = 1e-6
 
 
 def _values(case: Case) -> list:
@@ -103,18 +93,22 @@ def _is_float_arg(a: Any) -> bool:
     return isinstance(a, Arg) and a.kind == "float"
 
 
-def _inputs(case: Case, dtype: Any, requires_grad: bool = False) -> tuple[list, list]:
-    """(acg args, jnp args) with float inputs in ``dtype``."""
-    ours, theirs = [], []
-    for spec, v in zip(case.args, _values(case)):
-        if not isinstance(spec, Arg):
-            ours.append(v)
-            theirs.append(v)
-            continue
-        arr = np.asarray(v, dtype) if spec.kind in ("float", "const") else np.asarray(v)
-        ours.append(acg.tensor(arr, requires_grad=requires_grad and spec.kind == "float"))
-        theirs.append(jnp.asarray(arr))
-    return ours, theirs
+def _arrays(case: Case, dtype: Any) -> list:
+    """Numpy arrays for the tensor inputs (floats in ``dtype``); other arguments as they are."""
+    return [v if not isinstance(s, Arg) else np.asarray(v, dtype) if s.kind in ("float", "const")
+            else np.asarray(v) for s, v in zip(case.args, _values(case))]
+
+
+def _jnp_inputs(case: Case, dtype: Any) -> list:
+    """The jnp arguments of a case (numpy and jax only: safe in the reference thread)."""
+    return [jax.device_put(v) if isinstance(s, Arg) else v
+            for s, v in zip(case.args, _arrays(case, dtype))]
+
+
+def _inputs(case: Case, dtype: Any, requires_grad: bool = False) -> list:
+    """The acg arguments of a case; float inputs in ``dtype`` (leaves if requires_grad)."""
+    return [acg.tensor(v, requires_grad=requires_grad and s.kind == "float")
+            if isinstance(s, Arg) else v for s, v in zip(case.args, _arrays(case, dtype))]
 
 
 def _flat(out: Any) -> list:
@@ -154,25 +148,19 @@ def _setitem(x, index, value):
     return y
 
 
-def _jset(x, index, value):
-    return x.at[index].set(value)
-
-
-def _gelu_tanh(x):
-    return jax.nn.gelu(x, approximate=True)
-
-
-WITH_ZERO = np.array([[0.5, -1.0, 2.0], [0.0, 3.0, -0.25]])  # a fixed input with a zero (prod)
+# prod at zeros: rows with none, one and two zeros; and a tensor with a single zero
+WITH_ZEROS = np.array([[0.5, -1.0, 2.0, 1.5], [0.0, 3.0, -0.25, 1.0], [0.0, 0.7, 0.0, -2.0]])
+ONE_ZERO = np.array([[0.5, -1.0, 2.0, 1.5], [1.2, 3.0, -0.25, 0.0], [0.9, 0.7, 1.1, -2.0]])
 CE_T = V([1, -100, 3, 0], "int")
 
 CASES = [
     # unary math
     Case("exp", lambda x: x.exp(), jnp.exp, (T(3, 4),), double=True),
-    Case("log", lambda x: x.log(), jnp.log, (P(3, 4),), double=True),
+    Case("log", lambda x: x.log(), jnp.log, (P(3, 4),)),
     Case("sin", acg.sin, jnp.sin, (T(3, 4),)),
     Case("cos", lambda x: x.cos(), jnp.cos, (T(3, 4),)),
     Case("tan", lambda x: x.tan(), jnp.tan, (U(3, 4),)),
-    Case("tanh", lambda x: x.tanh(), jnp.tanh, (T(3, 4),), double=True),
+    Case("tanh", lambda x: x.tanh(), jnp.tanh, (T(3, 4),)),
     Case("sigmoid", lambda x: x.sigmoid(), jax.nn.sigmoid, (T(3, 4),)),
     Case("sqrt", lambda x: x.sqrt(), jnp.sqrt, (P(3, 4),)),
     Case("rsqrt", lambda x: x.rsqrt(), jax.lax.rsqrt, (P(3, 4),)),
@@ -198,8 +186,7 @@ CASES = [
     Case("radd", lambda x: 2 + x, lambda x: 2 + x, (T(3, 4),)),
     Case("sub_broadcast", lambda x, y: x - y, jnp.subtract, (T(2, 3, 4), T(3, 1))),
     Case("rsub", lambda x: 1 - x, lambda x: 1 - x, (T(3, 4),)),
-    Case("sub_alpha", lambda x, y: acg.sub(x, y, alpha=3), lambda x, y: x - 3 * y,
-         (T(4), T(4))),
+    Case("sub_alpha", lambda x, y: acg.sub(x, y, alpha=3), lambda x, y: x - 3 * y, (T(4), T(4))),
     Case("mul_broadcast", lambda x, y: x * y, jnp.multiply, (T(3, 1), T(1, 4)), double=True),
     Case("rmul", lambda x: 3 * x, lambda x: 3 * x, (T(3, 4),)),
     Case("div", lambda x, y: x / y, jnp.divide, (T(3, 4), P(4)), double=True),
@@ -212,7 +199,6 @@ CASES = [
     Case("minimum", acg.minimum, jnp.minimum, (T(3, 1), T(3, 4))),
     Case("maximum_scalar", lambda x: acg.maximum(x, 0.3), lambda x: jnp.maximum(x, 0.3),
          (T(3, 4),)),
-    Case("max_other", lambda x, y: acg.max(x, y), jnp.maximum, (T(3, 4), T(3, 4))),
     Case("pow_int", lambda x: x ** 3, lambda x: x ** 3, (T(3, 4),), double=True),
     Case("pow_int_neg", lambda x: x ** -2, lambda x: x ** -2.0, (P(3, 4),)),
     Case("pow_zero", lambda x: x.pow(0) + x, lambda x: x ** 0 + x, (T(3, 4),)),
@@ -242,14 +228,14 @@ CASES = [
     Case("sum", lambda x: x.sum(), jnp.sum, (T(3, 4),)),
     Case("sum_dim", lambda x: x.sum(1), lambda x: x.sum(1), (T(3, 4),)),
     Case("sum_dims_keepdim", lambda x: acg.sum(x, (0, -1), keepdim=True),
-         lambda x: x.sum((0, 2), keepdims=True), (T(2, 3, 4),), double=True),
+         lambda x: x.sum((0, 2), keepdims=True), (T(2, 3, 4),)),
     Case("sum_bool", lambda m: m.sum(0), lambda m: m.sum(0), (B(3, 4),), grad=False),
     Case("mean", lambda x: x.mean(), jnp.mean, (T(3, 4),)),
     Case("mean_dim", lambda x: x.mean(dim=-2, keepdim=True),
          lambda x: x.mean(-2, keepdims=True), (T(2, 3, 4),)),
     Case("prod", lambda x: x.prod(), jnp.prod, (T(3, 4, lo=0.5, hi=1.5),)),
-    Case("prod_dim_with_zero", lambda x: x.prod(1), lambda x: x.prod(1), (V(WITH_ZERO),)),
-    Case("prod_all_with_zero", lambda x: x.prod(), jnp.prod, (V(WITH_ZERO),)),
+    Case("prod_dim_with_zero", lambda x: x.prod(1), lambda x: x.prod(1), (V(WITH_ZEROS),)),
+    Case("prod_all_with_zero", lambda x: x.prod(), jnp.prod, (V(ONE_ZERO),)),
     Case("cumsum", lambda x: x.cumsum(1), lambda x: jnp.cumsum(x, 1), (T(3, 4),)),
     Case("amax", lambda x: x.amax(1), lambda x: x.max(1), (T(3, 4),)),
     Case("amin_keepdim", lambda x: acg.amin(x, (0, 1), keepdim=True),
@@ -263,8 +249,6 @@ CASES = [
     Case("argmin_dim", lambda x: x.argmin(1, keepdim=True),
          lambda x: jnp.argmin(x, 1, keepdims=True), (T(3, 4),), grad=False),
     Case("var", lambda x: x.var(), lambda x: jnp.var(x, ddof=1), (T(3, 4),), double=True),
-    Case("var_dim_biased", lambda x: x.var(1, unbiased=False),
-         lambda x: jnp.var(x, 1), (T(3, 4),)),
     Case("var_correction", lambda x: acg.var(x, (0, 1), correction=0, keepdim=True),
          lambda x: jnp.var(x, (0, 1), keepdims=True), (T(2, 3, 4),)),
     Case("std", lambda x: x.std(0), lambda x: jnp.std(x, 0, ddof=1), (T(3, 4),)),
@@ -298,7 +282,7 @@ CASES = [
     Case("repeat", lambda x: x.repeat(2, 1, 3), lambda x: jnp.tile(x, (2, 1, 3)), (T(3, 4),)),
     Case("flip", lambda x: x.flip(1), lambda x: jnp.flip(x, 1), (T(3, 4),)),
     Case("cat", lambda x, y: acg.cat([x, y], 1), lambda x, y: jnp.concatenate([x, y], 1),
-         (T(3, 2), T(3, 4)), double=True),
+         (T(3, 2), T(3, 4))),
     Case("cat_promotes", lambda x, y: acg.cat([x, y]), lambda x, y: jnp.concatenate(
         [x, y.astype(x.dtype)]), (T(2, 3), I(1, 3, hi=5))),
     Case("stack", lambda x, y: acg.stack([x, y], -1), lambda x, y: jnp.stack([x, y], -1),
@@ -340,7 +324,7 @@ CASES = [
     Case("index_put_accumulate", lambda x, i, v: x.index_put([None, i], v, accumulate=True),
          lambda x, i, v: x.at[:, i].add(v), (T(2, 5), V([1, 1, 4], "int"), T(3))),
     Case("setitem_int_slice", lambda x, v: _setitem(x, (1, slice(0, 3)), v),
-         lambda x, v: _jset(x, (1, slice(0, 3)), v), (T(3, 4), T(3))),
+         lambda x, v: x.at[1, 0:3].set(v), (T(3, 4), T(3))),
     Case("setitem_scalar_none", lambda x: _setitem(x, (None, slice(1, None), 2), 5.0),
          lambda x: x.at[1:, 2].set(5.0), (T(3, 4),)),
     Case("setitem_tensor_index", lambda x, i, v: _setitem(x, (slice(None), i), v),
@@ -350,13 +334,11 @@ CASES = [
     Case("setitem_step", lambda x, v: _setitem(x, (Ellipsis, slice(None, None, 2)), v),
          lambda x, v: x.at[..., ::2].set(v), (T(3, 5), T(3, 3))),
     # linear algebra
-    Case("matmul_2d", lambda a, b: a @ b, jnp.matmul, (T(3, 4), T(4, 5))),
+    Case("matmul_2d", lambda a, b: a @ b, jnp.matmul, (T(3, 4), T(4, 5)), double=True),
     Case("matmul_vec_mat", acg.matmul, jnp.matmul, (T(4), T(4, 5))),
     Case("matmul_mat_vec", acg.matmul, jnp.matmul, (T(3, 4), T(4))),
     Case("matmul_dot", acg.matmul, jnp.matmul, (T(4), T(4))),
-    Case("matmul_batched_broadcast", acg.matmul, jnp.matmul, (T(2, 1, 3, 4), T(5, 4, 2)),
-         double=True),
-    Case("matmul_batch_vec", acg.matmul, jnp.matmul, (T(4), T(2, 4, 3))),
+    Case("matmul_batched_broadcast", acg.matmul, jnp.matmul, (T(2, 1, 3, 4), T(5, 4, 2))),
     Case("mm", acg.mm, jnp.matmul, (T(3, 4), T(4, 5))),
     Case("bmm", acg.bmm, jnp.matmul, (T(2, 3, 4), T(2, 4, 5))),
     Case("dot", acg.dot, jnp.dot, (T(4), T(4))),
@@ -373,29 +355,27 @@ CASES = [
     Case("softmax_large", lambda x: F.softmax(x * 1000, -1),
          lambda x: jax.nn.softmax(x * 1000, -1), (T(2, 3),), grad=False),
     Case("gelu", F.gelu, lambda x: jax.nn.gelu(x, approximate=False), (T(3, 4),), double=True),
-    Case("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"), _gelu_tanh, (T(3, 4),),
+    Case("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"),
+         lambda x: jax.nn.gelu(x, approximate=True), (T(3, 4),),
          double=True),
     Case("silu", F.silu, jax.nn.silu, (T(3, 4),)),
     Case("layer_norm", lambda x, w, b: F.layer_norm(x, 4, w, b),
-         lambda x, w, b: _ln_ref(x, (4,), w, b), (T(3, 4), T(4), T(4)), double=True,
-         rtol=1e-4, atol=1e-5),
+         lambda x, w, b: _ln_ref(x, (4,), w, b), (T(3, 4), T(4), T(4)), double=True),
     Case("layer_norm_2d_plain", lambda x: F.layer_norm(x, (3, 4), eps=1e-3),
-         lambda x: _ln_ref(x, (3, 4), eps=1e-3), (T(2, 3, 4),), rtol=1e-4, atol=1e-5),
+         lambda x: _ln_ref(x, (3, 4), eps=1e-3), (T(2, 3, 4),)),
     Case("cross_entropy", F.cross_entropy, _ce_ref, (T(4, 5), I(4, hi=5)), double=True),
     Case("cross_entropy_sum_ls", lambda x, t: F.cross_entropy(x, t, reduction="sum",
                                                               label_smoothing=0.2),
-         lambda x, t: _ce_ref(x, t, reduction="sum", ls=0.2), (T(4, 5), I(4, hi=5)),
-         double=True),
+         lambda x, t: _ce_ref(x, t, reduction="sum", ls=0.2), (T(4, 5), I(4, hi=5))),
     Case("cross_entropy_ignore_weight", lambda x, t, w: F.cross_entropy(
         x, t, w, label_smoothing=0.1), lambda x, t, w: _ce_ref(x, t, w, ls=0.1),
         (T(4, 5), CE_T, C(5))),
     Case("cross_entropy_none_spatial", lambda x, t: F.cross_entropy(x, t, reduction="none"),
          lambda x, t: _ce_ref(x, t, reduction="none"), (T(2, 3, 4), I(2, 4, hi=3))),
-    Case("cross_entropy_unbatched", F.cross_entropy, _ce_ref, (T(5), V(2, "int"))),
+    Case("cross_entropy_unbatched", F.cross_entropy, _ce_ref, (T(4), V(2, "int"))),
     Case("cross_entropy_probs", F.cross_entropy,
          lambda x, p: -(jax.nn.log_softmax(x, 1) * p).sum(1).mean(), (T(3, 4), P(3, 4))),
-    Case("nll_loss", lambda x, t: F.nll_loss(x.log_softmax(1), t), _ce_ref,
-         (T(4, 5), I(4, hi=5))),
+    Case("nll_loss", lambda x, t: F.nll_loss(x.log_softmax(1), t), _ce_ref, (T(4, 5), I(4, hi=5))),
     Case("mse_loss", F.mse_loss, lambda x, t: ((x - t) ** 2).mean(), (T(3, 4), T(3, 4))),
     Case("mse_loss_sum_broadcast", lambda x, t: F.mse_loss(x, t, "sum"),
          lambda x, t: ((x - t) ** 2).sum(), (T(3, 4), T(4))),
@@ -408,8 +388,10 @@ GRAD_CASES = [c for c in CASES if c.grad]
 IDS = [c.name for c in CASES]
 
 
-# -- the jnp reference: every case in ONE jitted program, computed once -------------------------
-# (XLA compiles dominate this suite's time: one large compile costs far less than ~150 small ones)
+# -- the jnp reference: every case in ONE jitted program, compiled in the background -----------
+# XLA compiles dominate this suite's time: one large compile costs far less than ~150 small
+# ones, and it runs in a thread (XLA releases the GIL) while the tests that need no reference
+# (fake tensors, in-place, views, the Python surface: defined first) compile our kernels.
 @dataclass
 class Reference:
     outs: list  # every output of case.ref, float64 inputs
@@ -437,7 +419,7 @@ def _jax_fn(case: Case, theirs: list) -> tuple[Callable, list]:
 
 def _plan(case: Case) -> tuple[list, list, list, list]:
     """(jnp args, float positions, cotangents, double-backward weights) of a case."""
-    _, theirs = _inputs(case, np.float64)
+    theirs = _jnp_inputs(case, np.float64)
     pos = [i for i, a in enumerate(case.args) if _is_float_arg(a)]  # the rest: constants
     f, primals = _jax_fn(case, theirs)
     rng = np.random.default_rng(1)
@@ -465,8 +447,7 @@ def _trace_one(case: Case, plan: tuple, xs: list) -> tuple:
     return outs, grads, jax.grad(weighted, argnums=tuple(range(n + len(cts))))(*xs, *ct_arrays)
 
 
-@functools.cache
-def _all_references() -> dict[str, Any]:
+def _compute_references() -> dict[str, Any]:
     plans = {c.name: _plan(c) for c in CASES}
     failures: dict[str, Exception] = {}
 
@@ -479,7 +460,9 @@ def _all_references() -> dict[str, Any]:
                 failures[case.name] = e
         return out
     inputs = {c.name: [plans[c.name][0][i] for i in plans[c.name][1]] for c in CASES}
-    results = jax.jit(run)(inputs)
+    # optimisation level 0: the reference runs once, its compile time is what matters
+    options = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
+    results = jax.jit(run).lower(inputs).compile(compiler_options=options)(inputs)
     refs: dict[str, Any] = dict(failures)
     for name, (outs, grads, seconds) in results.items():
         refs[name] = Reference(list(outs), plans[name][2], list(grads), list(seconds),
@@ -487,96 +470,35 @@ def _all_references() -> dict[str, Any]:
     return refs
 
 
+_REFERENCES: dict[str, Any] = {}
+
+
+def _compute_in_background() -> None:
+    try:
+        _REFERENCES.update(_compute_references())
+    except BaseException as e:  # re-raised by every test that asks for a reference
+        _REFERENCES["*"] = e
+
+
+_THREAD = threading.Thread(target=_compute_in_background, daemon=True)  # a run needing no
+_THREAD.start()  # reference does not wait for it
+
+
 def reference(case: Case) -> Reference:
-    ref = _all_references()[case.name]
+    _THREAD.join()
+    if "*" in _REFERENCES:
+        raise _REFERENCES["*"]
+    ref = _REFERENCES[case.name]
     if isinstance(ref, Exception):
         raise ref
     return ref
-
-
-# -- 1. forward ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_forward_matches_jnp(case: Case) -> None:
-    ours, _ = _inputs(case, np.float64)
-    got, want = _flat(case.fn(*ours)), reference(case).outs
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert isinstance(g, acg.Tensor)
-        assert tuple(g.shape) == tuple(w.shape)
-        assert g.dtype == w.dtype, (g.dtype, w.dtype)  # PyTorch promotion, no 32/64-bit leaks
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-10, atol=1e-12)
-
-
-# float32 stays float32 (jax_enable_x64 is on: a missing dtype would silently give float64)
-F32_SUBSET = ["exp", "exp_of_int", "div_ints", "add_scalar", "rpow", "pow_float", "where_scalar",
-              "clamp", "mean_dim", "var", "logsumexp", "prod_dim_with_zero", "softmax",
-              "gelu_tanh", "layer_norm", "cross_entropy_sum_ls", "mse_loss", "matmul_2d",
-              "setitem_scalar_none", "index_put_accumulate", "norm"]
-
-
-@pytest.mark.parametrize("name", F32_SUBSET)
-def test_float32_in_float32_out(name: str) -> None:
-    case = next(c for c in CASES if c.name == name)
-    ours, _ = _inputs(case, np.float32)
-    outs = _flat(case.fn(*ours))
-    want = reference(case).outs
-    for o, w in zip(outs, want):
-        expected = acg.float32 if jnp.issubdtype(w.dtype, jnp.floating) else w.dtype
-        assert o.dtype == expected
-        np.testing.assert_allclose(np.asarray(o), np.asarray(w), rtol=2e-5, atol=2e-6)
-
-
-# -- 2. backward vs jax.vjp; 3. vs central differences --------------------------------------------
-def _our_grads(case: Case, create_graph: bool = False) -> tuple[list, list, list]:
-    """(float64 leaves, their grads for the reference cotangents, the cotangent tensors);
-    with create_graph the cotangents require grad too (double backward differentiates both)."""
-    ours, _ = _inputs(case, np.float64, requires_grad=True)
-    leaves = [t for t in ours if isinstance(t, acg.Tensor) and t.requires_grad]
-    outs = _float_outputs(case.fn(*ours))
-    cts = [acg.tensor(c, requires_grad=create_graph) for c in reference(case).cts]
-    grads = acg.autograd.grad(outs, leaves, cts, allow_unused=True, create_graph=create_graph)
-    return leaves, list(grads), cts
-
-
-@pytest.mark.parametrize("case", GRAD_CASES, ids=[c.name for c in GRAD_CASES])
-def test_backward_matches_jax_vjp(case: Case) -> None:
-    leaves, grads, _ = _our_grads(case)
-    want = reference(case).grads
-    assert len(want) == len(leaves)
-    for leaf, g, w in zip(leaves, grads, want):
-        got = np.zeros(leaf.shape) if g is None else np.asarray(g)
-        assert g is None or g.dtype == acg.float64
-        np.testing.assert_allclose(got, np.asarray(w), rtol=1e-9, atol=1e-10)
-
-
-@pytest.mark.parametrize("case", GRAD_CASES, ids=[c.name for c in GRAD_CASES])
-def test_backward_matches_numerical(case: Case) -> None:
-    leaves, grads, _ = _our_grads(case)
-    cts = reference(case).cts
-    rng = np.random.default_rng(2)
-    dirs = [rng.standard_normal(t.shape) for t in leaves]
-    analytic = sum(float((np.asarray(g) * d).sum()) for g, d in zip(grads, dirs)
-                   if g is not None)
-    eps = 1e-6
-
-    def objective(sign: float) -> float:
-        ours, _ = _inputs(case, np.float64)
-        k = 0
-        for i, a in enumerate(case.args):
-            if _is_float_arg(a):
-                ours[i] = acg.tensor(np.asarray(ours[i]) + sign * eps * dirs[k])
-                k += 1
-        outs = _float_outputs(case.fn(*ours))
-        return sum(float((np.asarray(o) * c).sum()) for o, c in zip(outs, cts))
-    numeric = (objective(1.0) - objective(-1.0)) / (2 * eps)
-    assert abs(numeric - analytic) <= 1e-6 * (1 + abs(analytic)), (numeric, analytic)
 
 
 # -- 4. fake tensors: concrete and symbolic sizes -------------------------------------------------
 def _fake_run(case: Case, dtype: Any, shape_env: ShapeEnv | None) -> list:
     """The case on fake inputs; with a ShapeEnv every size >= 2 is a symbol, one symbol per
     distinct size (as a batch dimension shared by several inputs would be)."""
-    ours, _ = _inputs(case, dtype)
+    ours = _inputs(case, dtype)
     with FakeTensorMode(shape_env) as mode:
         fakes = [a if not isinstance(a, acg.Tensor) else mode.from_tensor(a) if shape_env is None
                  else mode.from_tensor(a, [shape_env.create_symint(s, f"size{s}") for s in a.shape])
@@ -590,7 +512,7 @@ FAKE_CASES = [c for c in CASES if c.fake]
 @pytest.mark.parametrize("case", FAKE_CASES, ids=[c.name for c in FAKE_CASES])
 @pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
 def test_fake_matches_real(case: Case, symbolic: bool) -> None:
-    ours, _ = _inputs(case, np.float64)
+    ours = _inputs(case, np.float64)
     real = _flat(case.fn(*ours))
     fake = _fake_run(case, np.float64, ShapeEnv() if symbolic else None)
     assert len(fake) == len(real)
@@ -602,27 +524,10 @@ def test_fake_matches_real(case: Case, symbolic: bool) -> None:
 
 @pytest.mark.parametrize("case", FAKE_CASES, ids=[c.name for c in FAKE_CASES])
 def test_fake_float32_stays_float32(case: Case) -> None:
-    want = reference(case).outs
-    for f, w in zip(_fake_run(case, np.float32, None), want):
-        floating = jnp.issubdtype(w.dtype, jnp.floating) and case.name not in ("exp_of_int",
-                                                                              "div_ints")
-        assert f.dtype == (acg.float32 if floating else w.dtype)
-
-
-# -- 5. double backward --------------------------------------------------------------------------
-DOUBLE = [c for c in CASES if c.double]
-
-
-@pytest.mark.parametrize("case", DOUBLE, ids=[c.name for c in DOUBLE])
-def test_double_backward_matches_jax(case: Case) -> None:
-    leaves, grads, cts = _our_grads(case, create_graph=True)
-    ref = reference(case)
-    total = sum((g * acg.tensor(w)).sum() for g, w in zip(grads, ref.ws) if g is not None)
-    seconds = acg.autograd.grad(total, leaves + cts, allow_unused=True)
-    assert len(seconds) == len(ref.seconds)
-    for leaf, g, w in zip(leaves + cts, seconds, ref.seconds):
-        got = np.zeros(leaf.shape) if g is None else np.asarray(g)
-        np.testing.assert_allclose(got, np.asarray(w), rtol=1e-8, atol=1e-9)
+    ours = _inputs(case, np.float64)
+    real = _flat(case.fn(*ours))  # float64 in: float64 out, except ops that pick float32
+    for f, r in zip(_fake_run(case, np.float32, None), real):
+        assert f.dtype == (acg.float32 if r.dtype == acg.float64 else r.dtype)
 
 
 # -- 6. in-place variants --------------------------------------------------------------------------
@@ -654,7 +559,7 @@ INPLACE = [  # (name, in-place call, out-of-place call, extra args)
 def test_inplace_matches_out_of_place(name: str, inplace: Callable, outplace: Callable,
                                       extra: tuple) -> None:
     case = Case(name, None, None, (T(3, 4),) + extra)
-    x, *rest = _inputs(case, np.float64)[0]
+    x, *rest = _inputs(case, np.float64)
     want = outplace(x, *rest)
     y = x.clone()
     before = y._version
@@ -670,7 +575,7 @@ def test_inplace_gradient_matches_out_of_place(name: str, inplace: Callable, out
     case = Case(name, None, None, (T(3, 4),) + extra)
 
     def grads(fn: Callable) -> list:
-        x, *rest = _inputs(case, np.float64, requires_grad=True)[0]
+        x, *rest = _inputs(case, np.float64, requires_grad=True)
         leaves = [x] + [r for r in rest if isinstance(r, acg.Tensor) and r.requires_grad]
         y = fn(x * 1, *rest)  # in place on a non-leaf
         w = acg.tensor(np.linspace(-1, 1, 12).reshape(3, 4))
@@ -678,17 +583,6 @@ def test_inplace_gradient_matches_out_of_place(name: str, inplace: Callable, out
         return [np.zeros(t.shape) if g is None else np.asarray(g) for t, g in zip(leaves, gs)]
     for got, want in zip(grads(inplace), grads(outplace)):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
-
-
-def test_inplace_bumps_version_once_and_breaks_saved_tensors() -> None:
-    x = acg.tensor([1.0, 2.0], requires_grad=True)
-    y = x * 1
-    z = y.exp()  # exp saves its output
-    v = z._version
-    z.add_(1)
-    assert z._version == v + 1
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        z.sum().backward()
 
 
 def test_setitem_bumps_version_and_keeps_value_gradient() -> None:
@@ -700,3 +594,244 @@ def test_setitem_bumps_version_and_keeps_value_gradient() -> None:
     assert x.tolist() == [[0.0, 0.0], [3.0, 6.0], [0.0, 0.0]]
     x.sum().backward()
     assert v.grad.tolist() == [3.0, 3.0]
+
+
+# -- views: an in-place op on a view writes through to its base ------------------------------------
+VIEWS = [  # (name, view on acg tensors, the same view on numpy arrays)
+    ("slice", lambda u: u[1:], lambda a: a[1:]),
+    ("select_column", lambda u: u[:, 2], lambda a: a[:, 2]),
+    ("t_then_slice", lambda u: u.t()[1:3], lambda a: a.T[1:3]),
+    ("view_flat_step", lambda u: u.view(-1)[::3], lambda a: a.reshape(-1)[::3]),
+    ("unsqueeze_select", lambda u: u.unsqueeze(0)[0, 1], lambda a: a[None][0, 1]),
+    ("permute_narrow", lambda u: u.permute(1, 0).narrow(0, 1, 2), lambda a: a.T[1:3]),
+    ("split_piece", lambda u: u.split(2, 1)[1], lambda a: a[:, 2:4]),
+    ("chunk_piece", lambda u: u.chunk(3, 0)[2], lambda a: a[2:3]),
+    ("unbind_piece", lambda u: u.unbind(1)[3], lambda a: a[:, 3]),
+    ("flatten_slice", lambda u: u.flatten()[2:5], lambda a: a.reshape(-1)[2:5]),
+]
+
+
+@pytest.mark.parametrize("name,view,np_view", VIEWS, ids=[v[0] for v in VIEWS])
+def test_inplace_on_view_writes_through_to_base(name: str, view: Callable,
+                                                 np_view: Callable) -> None:
+    start = np.arange(12.0).reshape(3, 4) - 5
+    x = acg.tensor(start, requires_grad=True)
+    u = x * 1
+    before = u._version
+    view(u).mul_(10.0)
+    want, covered = start.copy(), np.zeros((3, 4))
+    np_view(want)[...] *= 10
+    np_view(covered)[...] = 1
+    np.testing.assert_array_equal(u.numpy(), want)
+    assert u._version > before  # saved-tensor checks see the write
+    u.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 1 + 9 * covered)
+
+
+def test_writes_through_views_of_views() -> None:
+    w = acg.zeros(2, 3)
+    w.t()[0].fill_(5.0)  # a view of a view
+    w.view(-1)[4] = 7.0  # __setitem__ on a view
+    assert w.tolist() == [[5.0, 0.0, 0.0], [5.0, 7.0, 0.0]]
+
+
+# -- the Python surface: factories, dtypes, promotion, names ---------------------------------------
+def test_tensor_infers_pytorch_dtypes() -> None:
+    assert acg.tensor([1.5, 2]).dtype == acg.float32  # Python floats: the default float32
+    assert acg.tensor([[1, 2]]).dtype == acg.int64
+    assert acg.tensor(True).dtype == acg.bool and acg.tensor(True).shape == ()
+    assert acg.tensor(np.ones(2, np.float64)).dtype == acg.float64  # numpy keeps its dtype
+    assert acg.tensor(jnp.ones(2, jnp.int32)).dtype == acg.int32
+    x = acg.tensor([1, 2], dtype=acg.float64, requires_grad=True)
+    assert x.dtype == acg.float64 and x.requires_grad and x.is_leaf
+    y = acg.tensor(x)  # a copy without history
+    assert y.tolist() == [1.0, 2.0] and not y.requires_grad
+
+
+def test_factories_shapes_dtypes_and_seed() -> None:
+    assert acg.zeros(2, 3).shape == acg.ones((2, 3)).shape == acg.empty([2, 3]).shape == (2, 3)
+    assert acg.zeros(2).dtype == acg.float32 and acg.ones(2, dtype=acg.int64).dtype == acg.int64
+    assert acg.full((2,), 7).dtype == acg.int64 and acg.full((2,), 0.5).tolist() == [0.5, 0.5]
+    assert acg.arange(4).tolist() == [0, 1, 2, 3] and acg.arange(4).dtype == acg.int64
+    assert acg.arange(1, 2, 0.25).tolist() == [1.0, 1.25, 1.5, 1.75]
+    assert acg.eye(2, 3).tolist() == [[1, 0, 0], [0, 1, 0]]
+    x = acg.zeros(2, 3, dtype=acg.float64)
+    assert acg.ones_like(x).dtype == acg.float64 and acg.full_like(x, 2).tolist()[0] == [2] * 3
+    assert acg.zeros(3, requires_grad=True).requires_grad
+    acg.manual_seed(0)
+    a, b, c = acg.rand(1000), acg.randn(2, 3), acg.randint(0, 5, (4,))
+    acg.manual_seed(0)
+    assert np.array_equal(acg.rand(1000).numpy(), a.numpy())  # reproducible
+    assert np.array_equal(acg.randn(2, 3).numpy(), b.numpy())
+    assert np.array_equal(acg.randint(0, 5, (4,)).numpy(), c.numpy())
+    assert not np.array_equal(acg.rand(1000).numpy(), a.numpy())  # a fresh key per call
+    assert 0 <= float(a.min()) and float(a.max()) < 1 and abs(float(a.mean()) - 0.5) < 0.05
+    assert b.dtype == acg.float32 and c.dtype == acg.int64
+
+
+def test_factories_under_fake_mode_are_fake() -> None:
+    with FakeTensorMode():
+        for t in (acg.zeros(2, 3), acg.rand(2, 3), acg.randn(2, 3), acg.arange(6),
+                  acg.tensor([1.0, 2.0, 3.0]), acg.full((2, 3), 1.5)):
+            assert isinstance(t, FakeTensor)
+    assert t.shape == (2, 3)
+
+
+@pytest.mark.parametrize("a,b,want", [
+    (np.int64, 2.5, np.float32),  # an int tensor with a float scalar: the default float
+    (np.float16, 2.5, np.float16),  # a scalar does not widen a float tensor
+    (np.int32, 7, np.int32),
+    (np.bool_, 1, np.int64),
+    (np.float32, np.float64, np.float32),  # a zero-dim float64 tensor does not widen float32
+    (np.int64, np.float64, np.float64),  # ... but lifts the category of an int tensor
+], ids=["int*float", "half*float", "int32*int", "bool*int", "f32*f64_0d", "i64*f64_0d"])
+def test_type_promotion_is_pytorchs(a: Any, b: Any, want: Any) -> None:
+    x = acg.tensor(np.ones(3, a))
+    y = acg.tensor(np.ones((), b)) if isinstance(b, type) else b
+    assert (x * y).dtype == want and (y * x).dtype == want  # the symmetric rule
+
+
+def test_comparisons_return_tensors_and_hash_stays_identity() -> None:
+    x = acg.tensor([1.0, 2.0])
+    assert (x == 1).tolist() == [True, False] and (x != x).tolist() == [False, False]
+    assert (x == None) is False and x != "a"  # noqa: E711  (unknown operands: identity)
+    assert {x: 1}[x] == 1 and len({x, acg.tensor([1.0, 2.0])}) == 2
+
+
+def test_grad_fn_names_follow_pytorch() -> None:
+    x = acg.tensor(np.ones((2, 3)), requires_grad=True)
+    w = acg.tensor(np.ones((3, 3)), requires_grad=True)
+    names = {
+        "SumBackward0": x.sum(1), "MeanBackward0": x.mean(), "MaxBackward0": x.max(1).values,
+        "SelectBackward0": x[0], "SliceBackward0": x[:, 1:], "IndexBackward0": x[[0]],
+        "MatmulBackward0": x @ w, "SoftmaxBackward0": F.softmax(x, 1),
+        "LayerNormBackward0": F.layer_norm(x, 3), "PowBackward0": x ** 2,
+        "CrossEntropyBackward0": F.cross_entropy(x, acg.tensor([0, 2])),
+        "ViewBackward0": x.view(6), "TransposeBackward0": x.t(), "CatBackward0": acg.cat([x, x]),
+    }
+    for name, t in names.items():
+        assert t.grad_fn.name() == name
+
+
+def test_to_and_casts() -> None:
+    x = acg.tensor([1.5, -2.5], requires_grad=True)
+    assert x.to(acg.float32) is x and x.to("cpu") is x  # nothing to do: self, as in PyTorch
+    y = x.double()
+    assert y.dtype == acg.float64 and x.float() is x and x.long().tolist() == [1, -2]
+    assert x.type_as(acg.zeros(1, dtype=acg.float16)).dtype == acg.float16
+    (y * y).sum().backward()
+    assert x.grad.dtype == acg.float32 and x.grad.tolist() == [3.0, -5.0]
+
+
+def test_max_dim_returns_values_and_indices() -> None:
+    x = acg.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]])
+    out = x.max(dim=1)
+    assert out.values.tolist() == [5.0, 7.0] and out.indices.tolist() == [1, 0]
+    values, indices = acg.min(x, 0, keepdim=True)
+    assert values.shape == indices.shape == (1, 3) and indices.dtype == acg.int64
+    assert acg.max(x, -x).tolist() == abs(x).tolist()  # max(other) is maximum
+
+
+def test_dropout_masks_scales_and_is_reproducible() -> None:
+    x = acg.tensor(np.ones((50, 40)), requires_grad=True)
+    acg.manual_seed(3)
+    y = F.dropout(x, 0.25)
+    acg.manual_seed(3)
+    assert np.array_equal(F.dropout(x, 0.25).numpy(), y.numpy())
+    kept = y.numpy() != 0
+    assert abs(kept.mean() - 0.75) < 0.05 and np.allclose(y.numpy()[kept], 1 / 0.75)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), y.detach().numpy())  # d/dx of mask * x / (1-p)
+    assert F.dropout(x, 0.25, training=False) is x and F.dropout(x, 0.0) is x
+
+
+# -- 1. forward ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_forward_matches_jnp(case: Case) -> None:
+    ours = _inputs(case, np.float64)
+    got, want = _flat(case.fn(*ours)), reference(case).outs
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert isinstance(g, acg.Tensor)
+        assert tuple(g.shape) == tuple(w.shape)
+        assert g.dtype == w.dtype, (g.dtype, w.dtype)  # PyTorch promotion, no 32/64-bit leaks
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-10, atol=1e-12)
+
+
+# float32 stays float32 (jax_enable_x64 is on: a missing dtype would silently give float64)
+F32_SUBSET = ["exp_of_int", "div_ints", "pow_float", "where_scalar", "mean_dim", "var",
+              "softmax", "layer_norm", "cross_entropy", "setitem_scalar_none"]
+
+
+@pytest.mark.parametrize("name", F32_SUBSET)
+def test_float32_in_float32_out(name: str) -> None:
+    case = next(c for c in CASES if c.name == name)
+    ours = _inputs(case, np.float32)
+    outs = _flat(case.fn(*ours))
+    want = reference(case).outs
+    for o, w in zip(outs, want):
+        expected = acg.float32 if jnp.issubdtype(w.dtype, jnp.floating) else w.dtype
+        assert o.dtype == expected
+        np.testing.assert_allclose(np.asarray(o), np.asarray(w), rtol=2e-5, atol=2e-6)
+
+
+# -- 2. backward vs jax.vjp; 3. vs central differences --------------------------------------------
+def _our_grads(case: Case, create_graph: bool = False) -> tuple[list, list, list]:
+    """(float64 leaves, their grads for the reference cotangents, the cotangent tensors);
+    with create_graph the cotangents require grad too (double backward differentiates both)."""
+    ours = _inputs(case, np.float64, requires_grad=True)
+    leaves = [t for t in ours if isinstance(t, acg.Tensor) and t.requires_grad]
+    outs = _float_outputs(case.fn(*ours))
+    cts = [acg.tensor(c, requires_grad=create_graph) for c in reference(case).cts]
+    grads = acg.autograd.grad(outs, leaves, cts, allow_unused=True, create_graph=create_graph)
+    return leaves, list(grads), cts
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=[c.name for c in GRAD_CASES])
+def test_backward_matches_jax_vjp(case: Case) -> None:
+    leaves, grads, _ = _our_grads(case)
+    want = reference(case).grads
+    assert len(want) == len(leaves)
+    for leaf, g, w in zip(leaves, grads, want):
+        got = np.zeros(leaf.shape) if g is None else np.asarray(g)
+        assert g is None or g.dtype == acg.float64
+        np.testing.assert_allclose(got, np.asarray(w), rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=[c.name for c in GRAD_CASES])
+def test_backward_matches_numerical(case: Case) -> None:
+    leaves, grads, _ = _our_grads(case)
+    cts = reference(case).cts
+    rng = np.random.default_rng(2)
+    dirs = [rng.standard_normal(t.shape) for t in leaves]
+    analytic = sum(float((np.asarray(g) * d).sum()) for g, d in zip(grads, dirs)
+                   if g is not None)
+    eps = 1e-6
+
+    def objective(sign: float) -> float:
+        ours = _inputs(case, np.float64)
+        k = 0
+        for i, a in enumerate(case.args):
+            if _is_float_arg(a):
+                ours[i] = acg.tensor(np.asarray(ours[i]) + sign * eps * dirs[k])
+                k += 1
+        outs = _float_outputs(case.fn(*ours))
+        return sum(float((np.asarray(o) * c).sum()) for o, c in zip(outs, cts))
+    numeric = (objective(1.0) - objective(-1.0)) / (2 * eps)
+    assert abs(numeric - analytic) <= 1e-6 * (1 + abs(analytic)), (numeric, analytic)
+
+
+# -- 5. double backward --------------------------------------------------------------------------
+DOUBLE = [c for c in CASES if c.double]
+
+
+@pytest.mark.parametrize("case", DOUBLE, ids=[c.name for c in DOUBLE])
+def test_double_backward_matches_jax(case: Case) -> None:
+    leaves, grads, cts = _our_grads(case, create_graph=True)
+    ref = reference(case)
+    total = sum((g * acg.tensor(w)).sum() for g, w in zip(grads, ref.ws) if g is not None)
+    seconds = acg.autograd.grad(total, leaves + cts, allow_unused=True)
+    assert len(seconds) == len(ref.seconds)
+    for leaf, g, w in zip(leaves + cts, seconds, ref.seconds):
+        got = np.zeros(leaf.shape) if g is None else np.asarray(g)
+        np.testing.assert_allclose(got, np.asarray(w), rtol=1e-8, atol=1e-9)

@@ -47,7 +47,8 @@ ERRORS: list[tuple[str, Callable[[], tuple], Callable[..., Any], list[str]]] = [
      ["acg::matmul", "same dtype", "float32", "float64", "Tensor[3, 4] float64"]),
     ("matmul_scalar", lambda: (t(), t(3)), acg.matmul, ["acg::matmul", "at least 1D"]),
     ("dot_sizes", lambda: (t(3), t(4)), acg.matmul, ["acg::matmul", "inconsistent tensor size"]),
-    ("mm_not_matrix", lambda: (t(2, 3, 4), t(4, 5)), acg.mm, ["acg::mm", "matrix", "Tensor[2, 3, 4]"]),
+    ("mm_not_matrix", lambda: (t(2, 3, 4), t(4, 5)), acg.mm,
+     ["acg::mm", "matrix", "Tensor[2, 3, 4]"]),
     ("bmm_batch", lambda: (t(2, 3, 4), t(3, 4, 5)), acg.bmm,
      ["acg::bmm", "Expected size for first two dimensions of batch2 tensor to be: [2, 4]"]),
     ("linear_shapes", lambda: (t(2, 3), t(5, 4)), F.linear,
@@ -152,6 +153,27 @@ def test_inplace_on_leaf_requiring_grad() -> None:
     with acg.no_grad():  # what an optimizer does
         x.sub_(0.5)
     assert x.tolist() == [0.5, 0.5, 0.5] and x.grad_fn is None
+
+
+def test_inplace_on_a_saved_tensor_breaks_its_backward() -> None:
+    x = acg.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    z = y.exp()  # exp saves its output
+    v = z._version
+    z.add_(1)
+    assert z._version == v + 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+
+
+def test_inplace_on_a_view_of_a_leaf_requiring_grad() -> None:
+    p = acg.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="view of a leaf Variable that requires grad"):
+        p[0].zero_()
+    assert p.tolist() == [1.0, 1.0, 1.0]  # refused before anything was written
+    with acg.no_grad():  # initialisation code does this
+        p[0].zero_()
+    assert p.tolist() == [0.0, 1.0, 1.0] and p.grad_fn is None
 
 
 def test_inplace_cannot_change_dtype_category() -> None:

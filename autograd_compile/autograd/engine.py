@@ -22,6 +22,7 @@ import jax.numpy as jnp
 
 from ..dispatch.keys import TLS
 from ..dispatch.library import ops
+from ..errors import shape_list
 from ..tensor import Tensor, _make
 from .. import journal
 from .node import AccumulateGrad, GraphRoot, Node, gradient_edge
@@ -271,9 +272,9 @@ def check_hook_result(hook: Callable, old: Tensor, new: Any) -> None:
     name = getattr(hook, "__name__", repr(hook))
     if not isinstance(new, Tensor):
         raise TypeError(f"expected Tensor or None (got {type(new).__name__}) from hook '{name}'")
-    if tuple(new.shape) != tuple(old.shape):
-        raise RuntimeError(f"hook '{name}' has changed the size of value: was {list(old.shape)}, "
-                           f"got {list(new.shape)}")
+    if not _same_shape(tuple(new.shape), tuple(old.shape)):
+        raise RuntimeError(f"hook '{name}' has changed the size of value: was "
+                           f"{shape_list(old.shape)}, got {shape_list(new.shape)}")
     if jnp.dtype(new.dtype) != jnp.dtype(old.dtype):
         raise RuntimeError(f"hook '{name}' has changed the type of value (was {old.dtype} got "
                            f"{new.dtype})")
@@ -348,6 +349,9 @@ def validate_outputs(node: Node, outs: list,
     for i, ((nxt, slot), g) in enumerate(zip(node.next_edges, outs)):
         if g is None or nxt is None:
             continue
+        if not isinstance(g, Tensor):
+            raise TypeError(f"function {node.name()} returned an invalid gradient at index {i} - "
+                            f"expected Tensor or None (got {type(g).__name__})")
         metas = meta_of(nxt)
         if slot >= len(metas):
             continue
@@ -374,7 +378,8 @@ def _expandable(shape: tuple, target: tuple) -> bool:
 def _reduce_to(node: Node, i: int, g: Tensor, shape: tuple) -> Tensor:
     if not _expandable(shape, tuple(g.shape)):
         raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - "
-                           f"got {list(g.shape)} but expected shape compatible with {list(shape)}")
+                           f"got {shape_list(g.shape)} but expected shape compatible with "
+                           f"{shape_list(shape)}")
     return g.sum_to_size(shape)
 
 
