@@ -6,11 +6,14 @@
 >>> x.grad.tolist()
 [2.0, 2.0, 2.0]
 """
-import jax as _jax
+from . import config  # noqa: E402  (first: it may set XLA_FLAGS before jax starts)
+
+config.apply_xla_cpu_fix()
+
+import jax as _jax  # noqa: E402
 
 _jax.config.update("jax_enable_x64", True)  # float64 must work; our factories default to float32
 
-from . import config  # noqa: E402
 from .tensor import Tensor  # noqa: E402
 from . import _fallbacks  # noqa: E402,F401
 from . import autograd  # noqa: E402
