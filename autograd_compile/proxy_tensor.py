@@ -29,8 +29,8 @@ from .fake import FakeTensor, FakeTensorMode
 from .fx import Graph, GraphModule, Proxy, Tracer
 from .lifted import LiftedScalar
 from .modes import DispatchMode
-from .symbolic_shapes import (ShapeEnv, SymDispatchMode, SymInt, _WeakIdKeyDict, get_proxy,
-                              is_symbolic, set_proxy)
+from .symbolic_shapes import (ShapeEnv, SymDispatchMode, SymInt, SymProxyTracker,
+                              _WeakIdKeyDict, get_proxy, is_symbolic, set_proxy)
 from .tensor import Tensor
 
 
@@ -47,6 +47,7 @@ class ProxyTracer(Tracer):
         # by identity: a WeakKeyDictionary would call Tensor.__eq__, which is an op
         self.tensor_proxies: _WeakIdKeyDict[Tensor, Proxy] = _WeakIdKeyDict()
         self.constants: dict[str, Tensor] = {}
+        self.sym_tracker = SymProxyTracker()  # owned: proxies point back at this tracer
         self._const_ids = itertools.count()
 
     def lift_constant(self, t: Tensor) -> Proxy:

@@ -771,21 +771,30 @@ class SymProxyTracker:
 _TRACKERS: weakref.WeakKeyDictionary[Any, SymProxyTracker] = weakref.WeakKeyDictionary()
 
 
+def _tracker_of(tracer: Any, create: bool) -> SymProxyTracker | None:
+    """A tracer that owns a ``sym_tracker`` keeps its map itself (its proxies reference
+    the tracer, so a module-level entry would keep it alive); others use the weak map."""
+    own = getattr(tracer, "sym_tracker", None)
+    if own is not None:
+        return own
+    tracker = _TRACKERS.get(tracer)
+    if tracker is None and create:
+        tracker = _TRACKERS[tracer] = SymProxyTracker()
+    return tracker
+
+
 def set_proxy(tracer: Any, sym: _SymBase, proxy: Any) -> None:
     """Remember that, in ``tracer``, ``sym`` is computed by ``proxy``."""
-    tracker = _TRACKERS.get(tracer)
-    if tracker is None:
-        tracker = _TRACKERS[tracer] = SymProxyTracker()
-    tracker.set(sym, proxy)
+    _tracker_of(tracer, True).set(sym, proxy)
 
 
 def get_proxy(tracer: Any, sym: _SymBase, default: Any = None) -> Any:
     """The proxy ``tracer`` recorded for ``sym``, or ``default``."""
-    tracker = _TRACKERS.get(tracer)
+    tracker = _tracker_of(tracer, False)
     return default if tracker is None else tracker.get(sym, default)
 
 
 def has_proxy(tracer: Any, sym: _SymBase) -> bool:
     """Whether ``tracer`` has a proxy for ``sym``."""
-    tracker = _TRACKERS.get(tracer)
+    tracker = _tracker_of(tracer, False)
     return tracker is not None and sym in tracker

@@ -123,3 +123,20 @@ def test_f_functional_under_fake_mode_matches_real_shapes():
     with FakeTensorMode() as mode:
         fake = F.cross_entropy(F.layer_norm(mode.from_tensor(x), (10,)), mode.from_tensor(t))
     assert tuple(fake.shape) == tuple(real.shape) and fake.dtype == real.dtype
+
+
+def test_symbolic_traces_leave_no_graph_nodes_behind():
+    """Regression: the module-level SymInt->proxy map kept every symbolic tracer (and its
+    whole graph) alive, because proxies point back at their tracer."""
+    from autograd_compile.fx import Node
+
+    def live_nodes() -> int:
+        gc.collect()
+        return sum(isinstance(o, Node) for o in gc.get_objects())
+    small = lambda x: (x * 2).tanh().sum()
+    for _ in range(5):
+        make_fx(small, "symbolic")(acg.ones(8, 8))
+    before = live_nodes()
+    for _ in range(60):
+        make_fx(small, "symbolic")(acg.ones(8, 8))
+    assert live_nodes() <= before
