@@ -140,3 +140,29 @@ def test_symbolic_traces_leave_no_graph_nodes_behind():
     for _ in range(60):
         make_fx(small, "symbolic")(acg.ones(8, 8))
     assert live_nodes() <= before
+
+
+def test_traced_forward_and_backward_step_prints_as_readable_python():
+    def step(x, w):
+        w = w.detach().requires_grad_()
+        loss = (x @ w).tanh().sum()
+        (g,) = acg.autograd.grad(loss, [w])
+        return loss, g
+    gm = make_fx(step, "fake")(acg.ones(2, 3), acg.ones(3, 4))
+    assert gm.code.strip() == textwrap.dedent("""\
+        def forward(self, arg0, arg1):
+            detach = ops.acg.detach(arg1);  arg1 = None
+            matmul = ops.acg.matmul(arg0, detach);  detach = None
+            tanh = ops.acg.tanh(matmul);  matmul = None
+            sum_1 = ops.acg.sum(tanh)
+            ones = ops.acg.ones([], dtype=float32)
+            expand = ops.acg.expand(ones, [2, 4]);  ones = None
+            mul_Tensor = ops.acg.mul.Tensor(tanh, tanh);  tanh = None
+            sub_Tensor = ops.acg.sub.Tensor(1, mul_Tensor);  mul_Tensor = None
+            mul_Tensor_1 = ops.acg.mul.Tensor(expand, sub_Tensor);  expand = sub_Tensor = None
+            transpose_int_1 = ops.acg.transpose.int(arg0, -2, -1);  arg0 = None
+            matmul_2 = ops.acg.matmul(transpose_int_1, mul_Tensor_1);  transpose_int_1 = mul_Tensor_1 = None
+            return (sum_1, matmul_2)""")
+    x, w = inputs()[0][:2], acg.randn(3, 4)
+    for got, want in zip(gm(x, w), step(x, w)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
