@@ -321,6 +321,30 @@ def _inplace_jnp(v, p):
             "div_": jnp.divide}[op](v[0], other)
 
 
+def _view_inplace_gen(draw, shapes):
+    """u = x.clone(); u[view].<op>_(scalar): a write through a view (basic indexing) into u."""
+    made = _index_gen(draw, shapes)
+    if made is None or made[1][0] == "list":  # advanced indexing copies: not a view
+        return None
+    (i,), key, _ = made
+    op = draw(st.sampled_from(["mul_", "add_", "sub_", "div_"]))
+    return (i,), (key, op, draw(st.sampled_from([2.0, -0.5, 3.0]))), shapes[i]
+
+
+def _view_inplace_acg(v, p):
+    key, op, s = p
+    u = v[0].clone()
+    getattr(u[_index_key(key, acg.tensor)], op)(s)
+    return u
+
+
+def _view_inplace_jnp(v, p):
+    key, op, s = p
+    at = v[0].at[_index_key(key, jnp.asarray)]
+    return {"mul_": at.multiply, "add_": at.add, "sub_": lambda s: at.add(-s),
+            "div_": at.divide}[op](s)
+
+
 def _same_shape_pair_gen(draw, shapes):
     i = _pick(draw, shapes)
     j = _pick(draw, shapes, lambda t: t == shapes[i])
@@ -439,6 +463,7 @@ OPS: dict[str, OpSpec] = {
     "stack": OpSpec(_join_gen(stack=True), lambda v, p: acg.stack([v[0], v[1]], p[0]),
                     lambda v, p: jnp.stack([v[0], v[1]], p[0])),
     "inplace": OpSpec(_inplace_gen, _inplace_acg, _inplace_jnp),
+    "inplace_view": OpSpec(_view_inplace_gen, _view_inplace_acg, _view_inplace_jnp),
     "cube_fn": OpSpec(_pow_gen([0.5, -2.0]), lambda v, p: Cube.apply(v[0], p[0]),
                       lambda v, p: v[0] * v[0] * v[0] * p[0]),
     "muladd_fn": OpSpec(_same_shape_pair_gen, lambda v, p: MulAdd.apply(v[0], v[1], p[0]),

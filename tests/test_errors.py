@@ -44,8 +44,8 @@ def test_matmul_dtype_mismatch_names_both_dtypes():
 
 
 def test_factory_dtype_is_not_taken_from_an_earlier_call():
-    """Engine bug: kernels/_jit.py keys its cache on a tuple holding the dtype, and
-    np.dtype('float64') == None, so ones(2) and ones(2, dtype=float64) share a program."""
+    """Regression: kernels/_jit.py keyed its programs on a tuple holding the dtype, and
+    np.dtype('float64') == None, so ones(2) and ones(2, dtype=float64) shared one."""
     assert acg.ones(2).dtype == acg.float32
     assert acg.ones(2, dtype=acg.float64).dtype == acg.float64
     assert acg.zeros(3, dtype=acg.float64).dtype == acg.float64
@@ -235,9 +235,9 @@ def test_function_backward_returning_too_many_gradients(mode):
 
 
 def test_function_backward_returning_a_non_tensor(mode):
-    """Engine bug: a float from backward() surfaces as AttributeError ('float' object has
+    """Regression: a float from backward() surfaced as AttributeError ('float' object has
     no attribute 'shape') from validate_outputs. PyTorch says "expected Variable or None
-    (got float)"; ours should also name the Function."""
+    (got float)"; ours also names the Function."""
     x = leaf(4, 3)
     with pytest.raises((TypeError, RuntimeError), match="(?s)(?=.*FloatGrad)(?=.*float)"), \
             mode():
@@ -269,8 +269,8 @@ def test_saved_leaf_modified_in_place(mode):
 
 
 def test_saved_tensor_modified_in_place_by_a_hook_during_backward(mode):
-    """Engine bug: eager raises (MulBackward0 unpacks w after the hook bumped its version)
-    and rolls back; compiled-eager silently uses the new w, compiled-jax the old one."""
+    """Regression: eager raises (MulBackward0 unpacks w after the hook bumped its version)
+    and rolls back; compiled-eager silently used the new w, compiled-jax the old one."""
     x, w = leaf(2), leaf(2)
     b = (x * w).sin()  # MulBackward0 saves x and w
 
@@ -325,8 +325,8 @@ def test_compiler_that_raises_propagates_and_caches_nothing(fresh):
 
 
 def test_each_compiler_fn_compiles_its_own_graphs(fresh):
-    """Engine bug: the cache key ignores compiler_fn, so a graph compiled under one
-    compiler is silently run under another (which is never called)."""
+    """Regression: the cache key ignored compiler_fn, so a graph compiled under one
+    compiler was silently run under another (which was never called)."""
     def run(compiler):
         x = leaf(3)
         with ca.enable(compiler):
@@ -388,8 +388,8 @@ class OneRowBoost(acg.autograd.Function):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_size_becoming_one_is_a_guard_failure_not_garbage(fresh, backend):
-    """Engine bug: symbols are assumed >= 2 at capture (so ``g.shape[0] == 1`` is decided
-    without a guard), but SizeGuards never checks that bound: batch 1 reuses the graph."""
+    """Regression: symbols are assumed >= 2 at capture (so ``g.shape[0] == 1`` is decided
+    without a guard), but SizeGuards did not check that bound: batch 1 reused the graph."""
     for rows, want in [(8, 1.0), (1, 100.0)]:
         x = acg.ones(rows, 2, dtype=acg.float64, requires_grad=True)
         with ca.enable(backend):
@@ -413,9 +413,9 @@ class BranchOnSizes(acg.autograd.Function):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_size_decisions_taken_at_capture_are_guarded(fresh, backend):
-    """Engine bug: the capture records guards (``s0 <= 5``, ``Ne(s0, s1)``) in its ShapeEnv,
-    but SizeGuards compiles its check in begin_capture, before the walk adds any guard, so
-    they are never checked: sizes that take the other branch reuse the graph."""
+    """Regression: the capture records guards (``s0 <= 5``, ``Ne(s0, s1)``) in its ShapeEnv,
+    but SizeGuards compiled its check in begin_capture, before the walk added any guard, so
+    none was checked: sizes that take the other branch reused the graph."""
     for shape, want in [((3, 2), 1.0), ((8, 2), 100.0), ((4, 4), 100.0), ((4, 2), 1.0)]:
         x = acg.ones(*shape, dtype=acg.float64, requires_grad=True)
         with ca.enable(backend):
@@ -477,9 +477,9 @@ class ScaleFromConfig(acg.autograd.Function):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_value_read_through_an_object_on_ctx_is_not_frozen_into_the_graph(fresh, backend):
-    """Engine bug: ``ctx.cfg`` goes into the cache key by identity and ``cfg.scale`` is
+    """Regression: ``ctx.cfg`` went into the cache key by identity and ``cfg.scale`` was
     baked into the graph as a constant, so after ``cfg.scale = 5.0`` the cached graph still
-    multiplies by 2.0 (eager: 5.0). It must be lifted, guarded, or recaptured."""
+    multiplied by 2.0 (eager: 5.0)."""
     cfg = Config(2.0)
     for scale in (2.0, 5.0):
         cfg.scale = scale

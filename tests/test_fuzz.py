@@ -174,7 +174,7 @@ def test_regression_inplace_and_custom_functions_share_a_leaf():
 
 
 def test_regression_pure_post_hook_then_pure_pre_hook_same_structure():
-    """Engine bug: the cache key counted hooks but not their kind (pre vs post)."""
+    """Regression: the cache key counted hooks but not their kind (pre vs post)."""
     ca.reset()
     shared = [(3,)], [("mul_s", (0,), (2.0, False)), ("sin", (1,), ())]
     for kind in ("pre", "post", "pre"):
@@ -193,15 +193,14 @@ SIZE_ARG_OPS = [("expand", (0,), ((2, 3),)), ("reshape", (0,), ((3, 1),)),
 
 @pytest.mark.parametrize("op", SIZE_ARG_OPS, ids=lambda op: op[0] + str(op[2]))
 def test_regression_ops_with_size_arguments_under_compile(op):
-    """Engine bugs: Collector.sizes shadowed its visitor, so expand/reshape/slicing failed
-    to capture (fixed); negative indices failed with "ValueError: a size must be a
-    non-negative int, got -1" (an index lifted as a size): x[-1] is fixed, select(0, -1)
-    still fails."""
+    """Regressions: Collector.sizes shadowed its visitor, so expand/reshape/slicing failed
+    to capture; negative indices (x[-1], x[..., -2], x[-2:], select(0, -1)) failed with
+    "ValueError: a size must be a non-negative int, got -1" (an index lifted as a size)."""
     run_all_modes(program([(3,)], [op]), seed=0)
 
 
 def test_inplace_on_a_slice_writes_through_to_its_base():
-    """Engine bug: in-place ops on a view (u[1:].mul_) leave the base unchanged."""
+    """Regression: in-place ops on a view (u[1:].mul_) left the base unchanged."""
     x = acg.tensor([1.0, 2.0, 3.0], dtype=acg.float64, requires_grad=True)
     u = x.clone()
     u[1:].mul_(10.0)
@@ -211,8 +210,8 @@ def test_inplace_on_a_slice_writes_through_to_its_base():
 
 
 def test_regression_pure_post_accumulate_grad_hook():
-    """Engine bug: a post-accumulate-grad hook marked pure_hook crashes the capture
-    ("list indices must be integers or slices, not function"): the capture indexes the
+    """Regression: a post-accumulate-grad hook marked pure_hook crashed the capture
+    ("list indices must be integers or slices, not function"): the capture indexed the
     hooks input with the function itself."""
     for name, mode in MODES.items():
         ca.reset()
@@ -226,8 +225,8 @@ def test_regression_pure_post_accumulate_grad_hook():
 
 
 def test_regression_tensor_from_outside_the_graph_in_a_pure_hook_or_function():
-    """Engine bug: a tensor a pure hook closes over, or a Function's backward reads from
-    a global, becomes a ``get_attr`` of a constant the GraphModule never stores
+    """Regression: a tensor a pure hook closes over, or a Function's backward reads from
+    a global, became a ``get_attr`` of a constant the GraphModule never stored
     ("get_attr target '_tensor_constant0': root dict has no key ..."). Eager semantics:
     the tensor's current value is used."""
     weights = {"w": acg.tensor([2.0, 3.0], dtype=acg.float64)}
@@ -250,3 +249,27 @@ def test_regression_tensor_from_outside_the_graph_in_a_pure_hook_or_function():
             with mode():
                 ReadsGlobal.apply(x).sum().backward()
             assert x.grad.tolist() == [value * value, -3.0], (name, value)
+
+
+def test_regression_pure_hook_reads_its_closure_each_time():
+    """A pure hook traced into the graph still sees the current contents of a list, a
+    dict and a tensor it closes over (eager semantics), changed between backwards."""
+    box, cfg, t = [2.0], {"s": 1.5}, acg.tensor([1.0, 3.0], dtype=acg.float64)
+
+    @ca.pure_hook
+    def hook(g):
+        return g * box[0] * cfg["s"] * t
+    for name, mode in MODES.items():
+        ca.reset()
+        box[0], cfg["s"] = 2.0, 1.5
+        t.copy_(acg.tensor([1.0, 3.0], dtype=acg.float64))
+        for step in range(3):
+            x = acg.tensor([1.0, 2.0], dtype=acg.float64, requires_grad=True)
+            x.register_hook(hook)
+            with mode():
+                (x * 2.0).sum().backward()
+            want = [2.0 * box[0] * cfg["s"] * v for v in t.tolist()]
+            assert x.grad.tolist() == want, (name, step)
+            box[0], cfg["s"] = box[0] + 1.0, cfg["s"] * 2.0
+            with acg.no_grad():
+                t.mul_(2.0)

@@ -132,8 +132,8 @@ def test_recompile_limit_bounds_recaptures_of_one_graph(monkeypatch, caplog):
 
 
 def test_retained_graph_second_backward_hits_the_cache():
-    """Engine bug: a node visited live (first collect) and replayed from its memo
-    (second collect) give different cache keys, so every retained graph is captured twice."""
+    """Regression: a node visited live (first collect) and replayed from its memo (second
+    collect) gave different cache keys, so every retained graph was captured twice."""
     x = acg.tensor([1.0, 2.0], dtype=acg.float64, requires_grad=True)
     y = (x.sin() * 2.0).sum()
     with ca.enable("eager"):
@@ -179,8 +179,8 @@ class Config:
 
 
 def test_objects_saved_on_a_ctx_are_not_kept_alive_by_the_cache():
-    """Engine bug: a non-tensor ctx attribute is put into the cache key as the object
-    itself, so the cache keeps every such object (and all it references) alive."""
+    """Regression: a non-tensor ctx attribute went into the cache key as the object itself,
+    so the cache kept every such object (and all it references) alive."""
     def run():
         cfg = Config()
         x = acg.tensor([1.0, 2.0], requires_grad=True)
