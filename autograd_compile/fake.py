@@ -142,8 +142,8 @@ def fake_fallback(op: OpOverload, args: tuple, kwargs: dict) -> Any:
     args = tuple(plain(a) for a in args)  # a lifted scalar types like the float it stands for
     try:
         result = rule(*args, **kwargs) if rule is not None else _eval_shape(op, args, kwargs)
-    except (NotImplementedError, TypeError) as e:
-        raise e
+    except (NotImplementedError, TypeError):
+        raise  # already name the op (no rule) or are the caller's own mistake: keep as is
     except Exception as e:
         raise op_error(op, args, kwargs, e) from e
     if op.schema.is_mutable:
