@@ -32,9 +32,10 @@ from typing import Any, Callable
 from . import config
 from .autograd import engine
 from .autograd.engine import GraphTask, NodeHooks
+from .autograd.derivatives import OpNode
 from .autograd.node import Node
 from .compiled_capture import AutogradCompilerInstance, CacheEntry
-from .compiled_nodes import Collector, NotCapturable, memo_of, visit_node
+from .compiled_nodes import CacheKey, Collector, NotCapturable, memo_of, visit_node
 from .dispatch.keys import TLS
 
 log = config.get_logger("compiled_autograd")
@@ -54,7 +55,7 @@ class Counters(dict):
 
 
 counters = Counters()
-_CACHE: "OrderedDict[tuple, list[CacheEntry]]" = OrderedDict()
+_CACHE: "OrderedDict[CacheKey, list[CacheEntry]]" = OrderedDict()
 _LOCK = threading.RLock()
 
 
@@ -133,16 +134,10 @@ def pure_hook(fn: Callable) -> Callable:
 # -- the runner the engine calls -------------------------------------------------------
 
 def _ordered_nodes(task: GraphTask) -> list[Node]:
-    """Every node the backward may run, in a deterministic order (DFS from the root)."""
-    order, seen, stack = [], {task.root}, [task.root]
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        for nxt, _ in reversed(node.next_edges):
-            if nxt is not None and nxt not in seen and task.is_needed(nxt):
-                seen.add(nxt)
-                stack.append(nxt)
-    return order
+    """Every node the backward may run, in the engine's discovery order (deterministic)."""
+    if task.needed is None:
+        return task.order
+    return [task.root] + [n for n in task.order[1:] if n in task.needed]
 
 
 class HookPlan:
@@ -185,31 +180,39 @@ def _closure_key(fn: Callable) -> tuple:
 class Collected:
     """One backward's collect pass: key, runtime inputs and per-node plans."""
 
-    def __init__(self, task: GraphTask, compiler_fn: Callable | None = None) -> None:
+    def __init__(self, task: GraphTask, compiler_fn: Callable | None = None,
+                 fast: bool = True) -> None:
         self.nodes = _ordered_nodes(task)
         ids = {n: i for i, n in enumerate(self.nodes)}
         col = self.col = Collector()
         self.hooks: list[Callable] = []
         # each compiler compiles its own graphs
         col.const((compiler_fn, task.create_graph, task.accumulate, TLS.grad_enabled))
-        self.plans = {}
+        self.plans: dict[Node, HookPlan] = {}  # nodes with hooks only
         hooks = task.hooks
+        key = col.key
         for node in self.nodes:
             memo = memo_of(node)
             if memo is not None:
                 col.replay_memo(memo, node)
+            elif type(node) is OpNode and fast:
+                col.op_node(node)
             else:
                 visit_node(node, col)
-            col.key.append(tuple([ids.get(n, -1) if n is not None else -2 for n, _ in
-                                  node.next_edges]))
+            key.append(tuple([ids.get(n, -1) if n is not None else -2 for n, _ in
+                              node.next_edges]))
             h = hooks.get(node)
-            self.plans[node] = HookPlan(h, col, self.hooks) if h else NO_PLAN
+            if h:
+                self.plans[node] = HookPlan(h, col, self.hooks)
         for (n, slot), idxs in sorted(task.capture_at.items(), key=lambda kv: kv[1]):
             col.const((ids.get(n, -1), slot, tuple(idxs)))
         if task.accumulate and task.inputs:
             for t in task.inputs:
                 col.leaf(t)
-        self.key = tuple(col.key)
+        self.key = CacheKey(col.key)
+
+    def plan(self, node: Node) -> HookPlan:
+        return self.plans.get(node, NO_PLAN)
 
 
 class _EagerOnly:
@@ -238,9 +241,9 @@ def _lookup(c: Collected) -> CacheEntry | None:
     return None
 
 
-def _why_new(key: tuple) -> str:
-    best, best_len = None, -1
-    for old in _CACHE:
+def _why_new(new: CacheKey) -> str:
+    best, best_len, key = None, -1, new.items
+    for old in (k.items for k in _CACHE):
         n = next((i for i, (a, b) in enumerate(zip(old, key)) if a != b), min(len(old), len(key)))
         if n > best_len:
             best, best_len = old, n

@@ -14,7 +14,6 @@ import contextlib
 import operator
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-import numpy as np
 import sympy
 
 from . import config
@@ -79,18 +78,28 @@ def _used_after_hook(gm: GraphModule, n_inputs: int) -> list[bool]:
     return flags
 
 
+def _pick(slots: list[int]) -> Callable[[list[int]], tuple]:
+    """``sizes -> tuple(sizes[i] for i in slots)`` at C speed (itemgetter)."""
+    if len(slots) == 1:
+        i = slots[0]
+        return lambda sizes: (sizes[i],)
+    return operator.itemgetter(*slots) if slots else lambda sizes: ()
+
+
 class SizeGuards:
-    """Duck sizing plus ShapeEnv guards, checked without sympy on the hot path."""
+    """Duck sizing plus ShapeEnv guards, checked without sympy on the hot path (plain
+    tuple comparisons: numpy's per-call overhead dominates on a hundred sizes)."""
 
     def __init__(self, hints: list[int], shape_env: ShapeEnv, reps: list[int],
                  symbols: list[sympy.Symbol]) -> None:
         self.n = len(hints)
-        self.rep = np.asarray(reps, dtype=np.int64)  # slot -> representative slot, -1: const
-        self.const_slots = np.flatnonzero(self.rep < 0)
-        self.const_vals = np.asarray(hints, dtype=np.int64)[self.const_slots]
-        self.sym_slots = np.flatnonzero(self.rep >= 0)
-        self.shape_env, self.symbols = shape_env, symbols
+        consts = [i for i, r in enumerate(reps) if r < 0]  # sizes 0 and 1: specialised
+        self.const_of, self.const_vals = _pick(consts), tuple(hints[i] for i in consts)
+        dups = [i for i, r in enumerate(reps) if r >= 0 and r != i]  # duck-sized duplicates
+        self.dup_of, self.rep_of = _pick(dups), _pick([reps[i] for i in dups])
         self.sym_rep = sorted({r for r in reps if r >= 0})  # one slot per symbol, in order
+        self.symbol_values = _pick(self.sym_rep)
+        self.shape_env, self.symbols = shape_env, symbols
         self._check: Callable | None = None
 
     def finalize(self) -> "SizeGuards":
@@ -107,18 +116,15 @@ class SizeGuards:
     def failure(self, sizes: list[int]) -> str | None:
         if len(sizes) != self.n:
             return f"{len(sizes)} sizes, captured with {self.n}"
-        arr = np.asarray(sizes, dtype=np.int64)
-        if self.const_slots.size and not np.array_equal(arr[self.const_slots], self.const_vals):
+        if self.const_of(sizes) != self.const_vals:
             return "a size specialised to 0 or 1 changed"
-        if self.sym_slots.size and not np.array_equal(arr[self.sym_slots],
-                                                      arr[self.rep[self.sym_slots]]):
+        if self.dup_of(sizes) != self.rep_of(sizes):
             return "sizes that were equal at capture now differ"
-        if self.sym_rep and int(arr[self.sym_rep].min()) < 2:
+        values = self.symbol_values(sizes)
+        if values and min(values) < 2:
             return "a symbolic size became 0 or 1 (those sizes are specialised)"
-        if self._check is not None:
-            values = [int(arr[r]) for r in self.sym_rep]
-            if not self._check(*values):
-                return self.shape_env.failing_guard(values) or "a size guard failed"
+        if self._check is not None and not self._check(*values):
+            return self.shape_env.failing_guard(list(values)) or "a size guard failed"
         return None
 
 
@@ -267,7 +273,7 @@ class AutogradCompilerInstance:
         """The engine's call_node, recording hooks and running formulas on fakes."""
         if grads and all(g is None for g in grads):
             return [None] * len(node.next_edges)
-        plan = self.collected.plans[node]
+        plan = self.collected.plan(node)
         for slot, ref in plan.tensor_pre:
             if grads[slot] is not None:
                 grads[slot] = self.tensor_pre_hook(ref, grads[slot])

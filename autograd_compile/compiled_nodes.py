@@ -60,17 +60,32 @@ def visit_value(value: Any, v: Any, is_size: bool = False) -> Any:
     return v.const(value)
 
 
+_SIZE_FLAGS: dict[Any, tuple[bool, ...]] = {}
+_CONSTS = frozenset({int, bool, str, type(None)})  # specialised as they are
+
+
+def _size_flags(op: Any) -> tuple[bool, ...]:
+    """Which of ``op``'s arguments are SymInt-typed (computed once per op)."""
+    flags = _SIZE_FLAGS.get(op)
+    if flags is None:
+        flags = _SIZE_FLAGS[op] = tuple(a.type in _SIZE_TYPES for a in op.schema.arguments)
+    return flags
+
+
 def visit_op_node(node: OpNode, v: Any) -> NodeState:
-    v.const((node.op.qualname, node.arg_kinds, node.saved_out is not None))
+    v.const((OpNode, node.op.qualname, node.arg_kinds, node.saved_out is not None))
     args = []
-    for value, arg in zip(node.saved, node.op.schema.arguments):
-        if type(value) is SavedVariable:
+    for value, is_size in zip(node.saved, _size_flags(node.op)):
+        kind = type(value)
+        if kind is SavedVariable:
             args.append(v.saved(value, node))
-        elif type(value) is list and value and type(value[0]) in (SavedVariable, TensorMeta):
+        elif kind is TensorMeta:
+            args.append(v.meta(value))
+        elif kind is list and value and type(value[0]) in (SavedVariable, TensorMeta):
             args.append([v.saved(x, node) if type(x) is SavedVariable else v.meta(x)
                          for x in value])
         else:
-            args.append(visit_value(value, v, arg.type in _SIZE_TYPES))
+            args.append(visit_value(value, v, is_size))
     outs = [v.saved(s, node) for s in node.saved_out] if node.saved_out is not None else None
     return NodeState(args, outs)
 
@@ -131,7 +146,8 @@ def visit_node(node: Node, v: Any) -> NodeState:
     if fn is None:
         raise NotImplementedError(f"compiled autograd cannot capture node type "
                                   f"{type(node).__name__}; add a visitor to VISITORS")
-    v.const(type(node))
+    if fn is not visit_op_node:  # an op node's first key item names its type already
+        v.const(type(node))
     state = fn(node, v)
     state.metas = [v.meta(m) for m in node.input_meta]
     return state
@@ -158,7 +174,7 @@ class _Recorder:
         self.m = memo
 
     def const(self, value: Any) -> Any:
-        self.m.key.append(_hashable(value))
+        self.m.key.append(value)  # hashability is checked once, by CacheKey
         return value
 
     def saved(self, sv: SavedVariable, node: Node) -> Any:
@@ -208,6 +224,29 @@ def _hashable(value: Any) -> Any:
         return ("unhashable", type(value), id(value))
 
 
+class CacheKey:
+    """A backward's cache key: the collected items as a tuple, hashed once (a tuple
+    re-hashes all its items on every dict operation, and a key has hundreds)."""
+
+    __slots__ = ("items", "_hash")
+
+    def __init__(self, items: list) -> None:
+        key = tuple(items)
+        try:
+            h = hash(key)
+        except TypeError:  # rare: an unhashable constant, which matches only itself
+            key = tuple(_hashable(x) for x in key)
+            h = hash(key)
+        self.items, self._hash = key, h
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (type(other) is CacheKey and self._hash == other._hash
+                                 and self.items == other.items)
+
+
 def memo_of(node: Node) -> NodeMemo | None:
     """The node's recorded visit (made on first use); None if it must be visited live."""
     memo = node._ca_memo
@@ -239,7 +278,7 @@ class Collector:
         self.saved_vars: list[tuple[SavedVariable, Node, int]] = []
 
     def const(self, value: Any) -> Any:
-        self.key.append(_hashable(value))
+        self.key.append(value)  # hashability is checked once, by CacheKey
         return value
 
     def replay_memo(self, memo: NodeMemo, node: Node) -> None:
@@ -252,8 +291,38 @@ class Collector:
         self.saved_vars.extend((sv, node, start + k) for k, sv in enumerate(memo.saved))
 
     def saved(self, sv: SavedVariable, node: Node) -> Tensor:
+        t = sv.unpack(node)
         self.saved_vars.append((sv, node, len(self.inputs)))
-        return self.tensor(sv.unpack(node))
+        self.key.append(("T", t.dtype, len(t.shape), t.requires_grad))  # as tensor(t)
+        self.sizes.extend(t.shape)
+        self.inputs.append(t)
+        return t
+
+    def op_node(self, node: OpNode) -> None:
+        """``visit_node`` of an op node, inlined (the hot loop of every backward): the
+        same items in the same order, without building the NodeState only capture
+        reads. ``tests/test_compiled_autograd.py`` checks it against the generic visit."""
+        key, sizes = self.key, self.sizes
+        key.append((OpNode, node.op.qualname, node.arg_kinds, node.saved_out is not None))
+        for value, is_size in zip(node.saved, _size_flags(node.op)):
+            kind = type(value)
+            if kind is SavedVariable:
+                self.saved(value, node)
+            elif kind is TensorMeta:
+                key.append(("M", value.dtype, len(value.shape)))
+                sizes.extend(value.shape)
+            elif kind is list and value and type(value[0]) in (SavedVariable, TensorMeta):
+                for x in value:
+                    self.saved(x, node) if type(x) is SavedVariable else self.meta(x)
+            elif kind in _CONSTS and not is_size:
+                key.append(value)
+            else:
+                visit_value(value, self, is_size)
+        for sv in node.saved_out or ():
+            self.saved(sv, node)
+        for m in node.input_meta:
+            key.append(("M", m.dtype, len(m.shape)))
+            sizes.extend(m.shape)
 
     def tensor(self, t: Tensor) -> Tensor:
         self.key.append(("T", t.dtype, len(t.shape), t.requires_grad))

@@ -49,7 +49,7 @@ class GraphTask:
         self.root = GraphRoot([gradient_edge(t) for t in roots], grads)
         self.keep_graph, self.create_graph, self.accumulate = keep_graph, create_graph, accumulate
         self.inputs = list(inputs) if inputs is not None else None
-        self.dependencies, self.hooks = _dependencies(self.root)
+        self.dependencies, self.hooks, self.order = _dependencies(self.root)
         self.capture_at: dict[tuple[Node, int], list[int]] = {}
         self.captured: list[Tensor | None] = []
         self.needed: set[Node] | None = None
@@ -102,11 +102,12 @@ def _has_hooks(node: Node) -> bool:
     return bool(node._tensor_hooks or node._retained or node._pre_hooks or node._post_hooks)
 
 
-def _dependencies(root: Node) -> tuple[dict[Node, int], dict[Node, NodeHooks]]:
-    """Incoming-edge counts of every reachable node, and a snapshot of their hooks."""
+def _dependencies(root: Node) -> tuple[dict[Node, int], dict[Node, NodeHooks], list[Node]]:
+    """Incoming-edge counts of every reachable node, a snapshot of their hooks, and the
+    nodes in discovery order (deterministic: compiled autograd numbers nodes by it)."""
     deps: dict[Node, int] = {}
     hooks: dict[Node, NodeHooks] = {}
-    seen, stack = {root}, [root]
+    order, seen, stack = [root], {root}, [root]
     while stack:
         for nxt, _ in stack.pop().next_edges:
             if nxt is None:
@@ -115,9 +116,10 @@ def _dependencies(root: Node) -> tuple[dict[Node, int], dict[Node, NodeHooks]]:
             if nxt not in seen:
                 seen.add(nxt)
                 stack.append(nxt)
+                order.append(nxt)
                 if _has_hooks(nxt):
                     hooks[nxt] = NodeHooks(nxt)
-    return deps, hooks
+    return deps, hooks, order
 
 
 def _nodes_leading_to(root: Node, targets: set[Node]) -> set[Node]:

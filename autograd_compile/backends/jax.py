@@ -27,7 +27,7 @@ from ..compiled_runtime import HOST_CALLS, WRITES
 from ..dispatch.dispatcher import OpOverload
 from ..dispatch.keys import TLS, DispatchKey
 from ..fx import GraphModule, Node
-from ..tensor import Tensor, _unwrap, _wrap
+from ..tensor import Tensor, _make, _unwrap, _wrap
 
 try:  # a lifted Python float must stay weakly typed (x_f32 * s stays f32), as in eager
     from jax._src.lax.lax import _convert_element_type as _convert
@@ -151,6 +151,16 @@ def _call_op(op: OpOverload, args: tuple, kwargs: dict) -> Any:
     return _unwrap(out)
 
 
+def _write_step(node: Node, kind_of: dict[Node, str]) -> tuple[str, Any]:
+    """A ``.grad`` write: the fast form when it writes a device result into a leaf or
+    retained tensor (always, for captured graphs), else a generic host call."""
+    args = node.args
+    if len(args) == 2 and not node.kwargs and all(isinstance(a, Node) for a in args) and \
+            kind_of[args[0]] == "host" and kind_of[args[1]] == "device":
+        return ("write", (node.target, args[0], args[1]))
+    return ("call", node)
+
+
 class JaxProgram:
     """Device segments, host calls and deferred writes, in graph order."""
 
@@ -199,7 +209,7 @@ class JaxProgram:
                 later = {n for n in group if any(kind_of[u] != "device" or stage[u] != j
                                                  for u in n.users)}
                 self.steps.append(("segment", Segment(group, later, self.sizes)))
-            self.steps.extend(("call", w) for w in writes_before[j])
+            self.steps.extend(_write_step(w, kind_of) for w in writes_before[j])
             if j < len(calls):
                 self.steps.append(("call", calls[j]))
 
@@ -216,6 +226,9 @@ class JaxProgram:
         for kind, step in self.steps:
             if kind == "segment":
                 step.run(env, arrays, scalar_arr)
+            elif kind == "write":  # fn(tensor, grad array): no generic arg loading
+                fn, target, grad = step
+                fn(env[target], _make(env[grad]))
             else:
                 env[step] = _unwrap(step.target(*_wrap(_load(step.args, env))))
         return _wrap(_load(self.output.args[0], env))
