@@ -254,7 +254,9 @@ class ShapeEnv:
             known = _sign_decides(shifted)
             if known is not None:
                 return known
-        simplified = sympy.simplify(shifted)
+            if (shifted.lhs - shifted.rhs).is_polynomial():
+                return None  # a polynomial's sign was all simplify could use; it is mixed
+        simplified = sympy.simplify(shifted)  # floor/Mod/division: slow, rarely needed
         return bool(simplified) if isinstance(simplified, BooleanAtom) else None
 
     def evaluate_expr(self, expr: sympy.Basic | bool | int) -> bool | int | float:
