@@ -33,7 +33,7 @@ from . import config
 from .autograd import engine
 from .autograd.engine import GraphTask, NodeHooks
 from .autograd.derivatives import OpNode
-from .autograd.node import Node
+from .autograd.node import AccumulateGrad, Node
 from .compiled_capture import AutogradCompilerInstance, CacheEntry
 from .compiled_nodes import CacheKey, Collector, NotCapturable, memo_of, visit_node
 from .dispatch.keys import TLS
@@ -197,6 +197,8 @@ class Collected:
                 col.replay_memo(memo, node)
             elif type(node) is OpNode and fast:
                 col.op_node(node)
+            elif type(node) is AccumulateGrad and fast:
+                col.accumulate_node(node)
             else:
                 visit_node(node, col)
             key.append(tuple([ids.get(n, -1) if n is not None else -2 for n, _ in

@@ -106,7 +106,8 @@ def _liftable(value: Any) -> bool:
 
 
 def visit_function_node(node: BackwardCFunction, v: Any) -> NodeState:
-    v.const((node.fn_cls, node.materialize_grads, node._arg_is_tensor, node.needs_input_grad))
+    v.const((BackwardCFunction, node.fn_cls, node.materialize_grads, node._arg_is_tensor,
+             node.needs_input_grad))
     saved = [None if s is None else v.saved(s, node) for s in getattr(node, "_saved", ())]
     attrs = {}
     for name in sorted(k for k in vars(node) if not k.startswith("_") and k not in _CTX_INTERNAL):
@@ -121,16 +122,17 @@ def visit_function_node(node: BackwardCFunction, v: Any) -> NodeState:
 
 def visit_accumulate(node: AccumulateGrad, v: Any) -> NodeState:
     t = node.variable
-    v.const((t.dtype, t.grad is not None))
+    v.const((AccumulateGrad, t.dtype, t._grad is not None))
     return NodeState(extra=v.leaf(t))
 
 
 def visit_root(node: GraphRoot, v: Any) -> NodeState:
-    v.const(len(node.grads))
+    v.const((GraphRoot, len(node.grads)))
     return NodeState([v.tensor(g) for g in node.grads])
 
 
 def visit_error(node: ErrorNode, v: Any) -> NodeState:
+    v.const(ErrorNode)
     return NodeState(extra=v.const(node.message))
 
 
@@ -141,13 +143,12 @@ VISITORS: dict[type, Callable[[Any, Any], NodeState]] = {
 
 
 def visit_node(node: Node, v: Any) -> NodeState:
-    """Key material and lifted values of one node (type, state, output metadata)."""
+    """Key material and lifted values of one node (state, output metadata); each
+    visitor's first key item names the node type."""
     fn = VISITORS.get(type(node))
     if fn is None:
         raise NotImplementedError(f"compiled autograd cannot capture node type "
                                   f"{type(node).__name__}; add a visitor to VISITORS")
-    if fn is not visit_op_node:  # an op node's first key item names its type already
-        v.const(type(node))
     state = fn(node, v)
     state.metas = [v.meta(m) for m in node.input_meta]
     return state
@@ -334,6 +335,15 @@ class Collector:
         self.key.append(("M", m.dtype, len(m.shape)))
         self.sizes.extend(m.shape)
         return m
+
+    def accumulate_node(self, node: AccumulateGrad) -> None:
+        """``visit_node`` of a leaf's accumulator, inlined like :meth:`op_node`."""
+        t = node.variable
+        self.key.append((AccumulateGrad, t.dtype, t._grad is not None))
+        self.leaf(t)
+        for m in node.input_meta:
+            self.key.append(("M", m.dtype, len(m.shape)))
+            self.sizes.extend(m.shape)
 
     def size_arg(self, values: Any) -> Any:
         if isinstance(values, (list, tuple)):

@@ -73,6 +73,16 @@ def _host_kind(node: Node, sizes: set[Node] = frozenset()) -> str:
     return "device"
 
 
+def _picker(keys: list) -> Callable[[Any], tuple]:
+    """``container -> tuple(container[k] for k in keys)``, with itemgetter."""
+    if not keys:
+        return lambda container: ()
+    if len(keys) == 1:
+        key = keys[0]
+        return lambda container: (container[key],)
+    return operator.itemgetter(*keys)
+
+
 class Segment:
     """A stretch of device nodes run as one jitted function."""
 
@@ -92,6 +102,9 @@ class Segment:
                     n.args[0].op == "placeholder" and n.args[0].target == "inputs":
                 self.input_ids.append(n.args[1])
         self.ext, self.static = list(ext), list(static)
+        # the call's arguments, picked at C speed (this runs on every backward)
+        self.ext_of, self.static_of = _picker(self.ext), _picker(self.static)
+        self.inputs_of = _picker(self.input_ids)
         self.outs = [n for n in nodes if n in needed_later]
         self.fn = jax.jit(self._trace, static_argnums=(3,))
 
@@ -106,9 +119,7 @@ class Segment:
         return tuple(env[n] for n in self.outs)
 
     def run(self, env: dict, inputs: list, scalars: Any) -> None:
-        out = self.fn(tuple(env[n] for n in self.ext),
-                      tuple(inputs[i] for i in self.input_ids), scalars,
-                      tuple(env[n] for n in self.static))
+        out = self.fn(self.ext_of(env), self.inputs_of(inputs), scalars, self.static_of(env))
         env.update(zip(self.outs, out))
 
 
@@ -175,6 +186,10 @@ class JaxProgram:
                 self.sizes.add(n)
         self.size_order = [n for n in nodes if n in self.sizes]
         self.host: list[Node] = [n for n in nodes if _host_kind(n, self.sizes) == "host"]
+        self.host_slots = [(n, n.args[0].target, n.args[1]) for n in self.host]
+        self.size_steps = [(n, n.args[1], None, (), {}) if n.target is operator.getitem and
+                           n.args[0].op == "placeholder" else (n, -1, n.target, n.args, n.kwargs)
+                           for n in self.size_order]
         self._plan(nodes)
 
     def _plan(self, nodes: list[Node]) -> None:
@@ -218,11 +233,10 @@ class JaxProgram:
         arrays = [t._data for t in inputs]
         scalar_arr = np.asarray(scalars, dtype=np.float64)
         places = {"hooks": hooks, "leaves": leaves, "sizes": sizes}
-        env: dict[Node, Any] = {n: places[n.args[0].target][n.args[1]] for n in self.host}
-        for n in self.size_order:  # plain Python ints: static in every program
-            env[n] = places["sizes"][n.args[1]] if n.target is operator.getitem and \
-                n.args[0].op == "placeholder" else n.target(*_load(n.args, env),
-                                                            **_load(n.kwargs, env))
+        env: dict[Node, Any] = {n: places[where][i] for n, where, i in self.host_slots}
+        for n, i, target, args, kwargs in self.size_steps:  # plain ints: static in programs
+            env[n] = sizes[i] if target is None else target(*_load(args, env),
+                                                            **_load(kwargs, env))
         for kind, step in self.steps:
             if kind == "segment":
                 step.run(env, arrays, scalar_arr)
