@@ -1,5 +1,5 @@
 """Neural-network ops with fused, numerically stable kernels and hand-written backward formulas:
-softmax, log_softmax, gelu, layer_norm, cross_entropy, mse_loss; ``linear`` decomposes.
+softmax, log_softmax, gelu, layer_norm, cross_entropy, mse_loss, linear.
 
 Each kernel is one JAX function (max-subtracted exponentials, statistics in at least float32)
 so XLA fuses it; each formula is written in our ops, so double backward works.
@@ -22,7 +22,7 @@ from ._shapes import broadcast_shapes, numel, wrap_dim
 from .elementwise import ne, wants, where
 from .factories import zeros_like
 from .indexing import index, scatter_add
-from .linalg import matmul
+from .linalg import _cannot_multiply, _matmul_backward, _same_dtype, matmul
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -245,10 +245,44 @@ mse_loss = defop("mse_loss(Tensor self, Tensor target, str reduction='mean') -> 
                  shape=_mse_rule, check=True, backward=_mse_backward)
 
 
+# -- linear: one op (one kernel, one autograd node) rather than transpose + matmul + add -----
+def _linear_rule(x: Any, w: Any, b: Any = None) -> TensorMeta:
+    if x.ndim == 0 or w.ndim not in (1, 2):
+        raise RuntimeError(f"linear: expected an input of at least 1-D and a 1-D or 2-D weight, "
+                           f"got {x.ndim}-D and {w.ndim}-D")
+    _same_dtype(x, w)
+    sx, sw = tuple(x.shape), tuple(w.shape)
+    if sx[-1] != sw[-1]:  # as matrices: x (rows x in) times w.T (in x out)
+        raise _cannot_multiply(sx if x.ndim > 1 else (1,) + sx,
+                               sw[::-1] if w.ndim == 2 else sw + (1,))
+    out = TensorMeta(sx[:-1] + sw[:-1], x.dtype)
+    if b is not None:
+        if b.dtype != x.dtype:
+            raise RuntimeError(f"linear: expected bias to have the input's dtype {x.dtype}, "
+                               f"got {b.dtype}")
+        if broadcast_shapes(tuple(out.shape), tuple(b.shape)) != tuple(out.shape):
+            raise RuntimeError(f"linear: bias of shape {list(b.shape)} does not broadcast to "
+                               f"the output shape {list(out.shape)}")
+    return out
+
+
 def _linear(x: Any, w: Any, b: Any = None) -> Any:
-    out = matmul(x, w.mT if w.ndim == 2 else w)
+    out = jnp.matmul(x, w.T)  # .T of a 1-D weight is itself: x @ w
     return out if b is None else out + b
 
 
-linear = defop("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
-               composite=_linear)
+def _linear_backward(g: Any, x: Any, w: Any, b: Any, out: Any) -> tuple:
+    gb = reduce_grad(g, b) if wants(b) else None
+    if w.ndim == 1 or x.ndim == 1:  # vector cases: matmul's rules
+        gx, gwt = _matmul_backward(g, x, w.mT if w.ndim == 2 else w, None)
+        return gx, (gwt.mT if gwt is not None and w.ndim == 2 else gwt), gb
+    gx = matmul(g, w) if wants(x) else None  # (..., out) @ (out, in)
+    gw = None
+    if wants(w):  # batch dims folded into one: a single (out, N) @ (N, in) product
+        gw = matmul(g.reshape(-1, g.shape[-1]).mT, x.reshape(-1, x.shape[-1]))
+    return gx, gw, gb
+
+
+linear = defop("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", _linear,
+               shape=_linear_rule, check=True, save=("input", "weight"),
+               backward=_linear_backward)

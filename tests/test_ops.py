@@ -346,6 +346,10 @@ CASES = [
     Case("linear", F.linear, lambda x, w, b: x @ w.T + b, (T(2, 3, 4), T(5, 4), T(5)),
          double=True),
     Case("linear_no_bias", F.linear, lambda x, w: x @ w.T, (T(3, 4), T(5, 4))),
+    Case("linear_4d_broadcast_bias", F.linear, lambda x, w, b: x @ w.T + b,
+         (T(2, 2, 3, 4), T(5, 4), T(1)), double=True),
+    Case("linear_vector_input", F.linear, lambda x, w, b: w @ x + b, (T(4), T(5, 4), T(5))),
+    Case("linear_vector_weight", F.linear, lambda x, w: x @ w, (T(2, 3, 4), T(4)), double=True),
     # nn
     Case("softmax", lambda x: F.softmax(x, -1), lambda x: jax.nn.softmax(x, -1), (T(3, 4),),
          double=True),

@@ -52,7 +52,10 @@ ERRORS: list[tuple[str, Callable[[], tuple], Callable[..., Any], list[str]]] = [
     ("bmm_batch", lambda: (t(2, 3, 4), t(3, 4, 5)), acg.bmm,
      ["acg::bmm", "Expected size for first two dimensions of batch2 tensor to be: [2, 4]"]),
     ("linear_shapes", lambda: (t(2, 3), t(5, 4)), F.linear,
-     ["acg::matmul", "(2x3 and 4x5)"]),
+     ["acg::linear", "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+      "Tensor[2, 3] float32", "Tensor[5, 4] float32"]),
+    ("linear_bias_dtype", lambda: (t(2, 4), t(5, 4), t(5).double()), F.linear,
+     ["acg::linear", "expected bias to have the input's dtype float32, got float64"]),
     ("sum_bad_dim", lambda: (t(2, 3),), lambda x: x.sum(3),
      ["acg::sum.dim_IntList", "Dimension out of range (expected to be in range of [-2, 1], but "
       "got 3)", "Tensor[2, 3] float32"]),
