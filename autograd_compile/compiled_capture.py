@@ -25,7 +25,7 @@ from .autograd.node import AccumulateGrad, GraphRoot, Node, TensorMeta
 from .autograd.saved import UNPACK_OVERRIDE, SavedVariable
 from .compiled_nodes import Collector, NotCapturable, visit_node
 from .compiled_runtime import (accumulate_grad, call_post_acc_hook, call_post_hook,
-                               call_pre_hook, call_tensor_pre_hook, retain_grad)
+                               call_pre_hook, call_tensor_pre_hook, picker, retain_grad)
 from .dispatch.keys import TLS
 from .fake import FakeTensor, FakeTensorMode
 from .fx import GraphModule, Proxy
@@ -78,14 +78,6 @@ def _used_after_hook(gm: GraphModule, n_inputs: int) -> list[bool]:
     return flags
 
 
-def _pick(slots: list[int]) -> Callable[[list[int]], tuple]:
-    """``sizes -> tuple(sizes[i] for i in slots)`` at C speed (itemgetter)."""
-    if len(slots) == 1:
-        i = slots[0]
-        return lambda sizes: (sizes[i],)
-    return operator.itemgetter(*slots) if slots else lambda sizes: ()
-
-
 class SizeGuards:
     """Duck sizing plus ShapeEnv guards, checked without sympy on the hot path (plain
     tuple comparisons: numpy's per-call overhead dominates on a hundred sizes)."""
@@ -94,11 +86,11 @@ class SizeGuards:
                  symbols: list[sympy.Symbol]) -> None:
         self.n = len(hints)
         consts = [i for i, r in enumerate(reps) if r < 0]  # sizes 0 and 1: specialised
-        self.const_of, self.const_vals = _pick(consts), tuple(hints[i] for i in consts)
+        self.const_of, self.const_vals = picker(consts), tuple(hints[i] for i in consts)
         dups = [i for i, r in enumerate(reps) if r >= 0 and r != i]  # duck-sized duplicates
-        self.dup_of, self.rep_of = _pick(dups), _pick([reps[i] for i in dups])
+        self.dup_of, self.rep_of = picker(dups), picker([reps[i] for i in dups])
         self.sym_rep = sorted({r for r in reps if r >= 0})  # one slot per symbol, in order
-        self.symbol_values = _pick(self.sym_rep)
+        self.symbol_values = picker(self.sym_rep)
         self.shape_env, self.symbols = shape_env, symbols
         self._check: Callable | None = None
 

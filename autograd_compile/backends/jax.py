@@ -23,7 +23,7 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from ..compiled_runtime import HOST_CALLS, WRITES
+from ..compiled_runtime import HOST_CALLS, WRITES, picker
 from ..dispatch.dispatcher import OpOverload
 from ..dispatch.keys import TLS, DispatchKey
 from ..fx import GraphModule, Node
@@ -73,16 +73,6 @@ def _host_kind(node: Node, sizes: set[Node] = frozenset()) -> str:
     return "device"
 
 
-def _picker(keys: list) -> Callable[[Any], tuple]:
-    """``container -> tuple(container[k] for k in keys)``, with itemgetter."""
-    if not keys:
-        return lambda container: ()
-    if len(keys) == 1:
-        key = keys[0]
-        return lambda container: (container[key],)
-    return operator.itemgetter(*keys)
-
-
 class Segment:
     """A stretch of device nodes run as one jitted function."""
 
@@ -103,8 +93,8 @@ class Segment:
                 self.input_ids.append(n.args[1])
         self.ext, self.static = list(ext), list(static)
         # the call's arguments, picked at C speed (this runs on every backward)
-        self.ext_of, self.static_of = _picker(self.ext), _picker(self.static)
-        self.inputs_of = _picker(self.input_ids)
+        self.ext_of, self.static_of = picker(self.ext), picker(self.static)
+        self.inputs_of = picker(self.input_ids)
         self.outs = [n for n in nodes if n in needed_later]
         self.fn = jax.jit(self._trace, static_argnums=(3,))
 
