@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, ContextManager
+from typing import ContextManager
 
 import pytest
 

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import jax.numpy as jnp
 
-from ..tensor import Tensor, _make, is_floating
+from ..tensor import Tensor, is_floating
 from .grad_mode import is_grad_enabled, no_grad
 from .node import ErrorNode, Node, TensorMeta, gradient_edge
 from .saved import SavedVariable

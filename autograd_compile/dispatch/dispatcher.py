@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .keys import ALIAS_COVERS, ALL_KEYS, COMPOSITE, TLS, DispatchKey, parse_key
+from .keys import ALIAS_COVERS, ALL_KEYS, COMPOSITE, TLS, DispatchKey
 from .schema import FunctionSchema, SchemaError
 
 _BACKEND = DispatchKey.Backend
