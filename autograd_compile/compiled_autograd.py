@@ -301,13 +301,9 @@ def run_compiled(task: GraphTask) -> bool:
         counters["eager_runs"] += 1
         return False
     col = c.col
-    engine.STATE.create_graph = task.create_graph
-    prev, TLS.grad_enabled = TLS.grad_enabled, task.create_graph
-    try:
+    with engine.running(task):
         fn = entry.graph_module if task.create_graph else entry.compiled
         outs = fn(col.inputs, col.sizes, col.scalars, c.hooks, col.leaves)
-    finally:
-        TLS.grad_enabled = prev
     if c.hooks:  # a hook may have modified a saved tensor in place before it was used
         for sv, node, i in col.saved_vars:
             if entry.used_after_hook[i]:

@@ -160,14 +160,26 @@ def execute(task: GraphTask) -> list[Tensor | None]:
     return task.captured
 
 
+class running:
+    """The modes one task runs in (eagerly or compiled): grad mode on only under
+    create_graph, so hooks and formulas record a graph only then."""
+
+    __slots__ = ("create_graph", "prev")
+
+    def __init__(self, task: GraphTask) -> None:
+        self.create_graph = task.create_graph
+
+    def __enter__(self) -> None:
+        STATE.create_graph = self.create_graph
+        self.prev, TLS.grad_enabled = TLS.grad_enabled, self.create_graph
+
+    def __exit__(self, *exc: object) -> None:
+        TLS.grad_enabled = self.prev
+
+
 def _run_eager(task: GraphTask) -> None:
-    STATE.create_graph = task.create_graph
-    prev_grad = TLS.grad_enabled
-    TLS.grad_enabled = task.create_graph  # hooks and formulas record only under create_graph
-    try:
+    with running(task):
         _walk(task)
-    finally:
-        TLS.grad_enabled = prev_grad
 
 
 def _walk(task: GraphTask, call: Callable[[GraphTask, Node, list], list | None] | None = None
