@@ -22,7 +22,7 @@ from autograd_compile.fake import TensorMeta, register_shape_rule
 
 from ._jit import jitted
 from ._dtypes import BOOL, can_cast, cast, is_float, result_type, to_float
-from ._shapes import broadcast_shapes, is_tensor_like, shape_of
+from ._shapes import broadcast_shapes, is_tensor_like, shape_of, shapes_equal
 
 LIB = Library("acg", "DEF")
 NONDIFF = object()  # backward=NONDIFF: outputs never require grad (comparisons, argmax)
@@ -162,7 +162,7 @@ def reduce_grad(g: Any, like: Any) -> Any:
     None for a Python scalar or a non-float input (they get no gradient)."""
     if g is None or not is_tensor_like(like) or not is_float(like.dtype):
         return None
-    if tuple(g.shape) != tuple(like.shape):
+    if not shapes_equal(g.shape, like.shape):
         g = g.sum_to_size(like.shape)
     return g.to(like.dtype) if g.dtype != like.dtype else g
 

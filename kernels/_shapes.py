@@ -25,6 +25,17 @@ def shape_of(v: Any) -> Shape:
     return tuple(v.shape) if is_tensor_like(v) else ()
 
 
+def shapes_equal(a: Iterable[Any], b: Iterable[Any]) -> bool:
+    """Shapes equal, ranks compared first: a tuple ``==`` compares elements before lengths,
+    which with SymInts would guard on sizes of unrelated dims ((s0, s1) vs (s1,)).
+
+    >>> shapes_equal((2, 3), (3,)), shapes_equal((2, 3), [2, 3])
+    (False, True)
+    """
+    a, b = tuple(a), tuple(b)
+    return len(a) == len(b) and a == b
+
+
 def numel(shape: Iterable[Any]) -> Any:
     n = 1
     for s in shape:

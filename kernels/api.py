@@ -36,7 +36,7 @@ from . import reductions as R
 from . import shape as S
 from ._dtypes import DEFAULT_FLOAT, DEFAULT_INT, as_dtype, is_float, result_type
 from ._shapes import numel as _numel
-from ._shapes import wrap_dim
+from ._shapes import shapes_equal, wrap_dim
 from .views import as_shape_of, view_of
 
 _Dim = int | Sequence[int] | None
@@ -328,7 +328,7 @@ greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
 
 def equal(input: Tensor, other: Tensor) -> builtins.bool:
     """True when both have the same shape and values."""
-    return tuple(input.shape) == tuple(other.shape) and builtins.bool(E.eq(input, other).all())
+    return shapes_equal(input.shape, other.shape) and builtins.bool(E.eq(input, other).all())
 
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8) -> Any:

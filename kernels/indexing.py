@@ -21,7 +21,7 @@ from autograd_compile.tensor import Tensor
 
 from ._defop import NONDIFF, defop, inplace, reduce_grad
 from ._dtypes import BOOL, DEFAULT_INT, cast, category
-from ._shapes import broadcast_shapes, shape_of, slice_length, wrap_dim
+from ._shapes import broadcast_shapes, shape_of, shapes_equal, slice_length, wrap_dim
 from .elementwise import where
 from .factories import full, zeros
 from .shape import copy_
@@ -383,7 +383,7 @@ def _value_like(value: Any, target: Any, dtype: Any) -> Any:
     value = value.to(dtype) if value.dtype != dtype else value
     while value.ndim > target.ndim and value.shape[0] == 1:  # PyTorch drops leading 1s
         value = value.squeeze(0)
-    return value.expand(list(target.shape)) if tuple(value.shape) != tuple(target.shape) \
+    return value.expand(list(target.shape)) if not shapes_equal(value.shape, target.shape) \
         else value
 
 
@@ -396,7 +396,7 @@ def _where_mask(mask: Tensor, value: Any, x: Tensor) -> Tensor:
 def setitem(x: Tensor, index: Any, value: Any) -> None:
     """``x[index] = value``: read the chain, write the value back up it, copy_ into x."""
     check_writable(x)
-    if isinstance(index, Tensor) and index.dtype == BOOL and tuple(index.shape) == tuple(x.shape):
+    if isinstance(index, Tensor) and index.dtype == BOOL and shapes_equal(index.shape, x.shape):
         copy_(x, _where_mask(index, value, alias_for_inplace(x)))  # x[mask] = v: no data-
         return write_through(x)                                     # dependent sizes needed
     steps = steps_of(tuple(x.shape), index)

@@ -18,7 +18,7 @@ from autograd_compile.fake import TensorMeta
 
 from ._defop import defop, reduce_grad
 from ._dtypes import DEFAULT_FLOAT, as_dtype, category, is_float, promote, to_float
-from ._shapes import broadcast_shapes, numel, wrap_dim
+from ._shapes import broadcast_shapes, numel, shapes_equal, wrap_dim
 from .elementwise import ne, wants, where
 from .factories import zeros_like
 from .indexing import index, scatter_add
@@ -107,7 +107,7 @@ def _ln_rule(x: Any, shape: Any, w: Any = None, b: Any = None, eps: float = 1e-5
     for name, p in (("weight", w), ("bias", b)):
         if p is None:
             continue
-        if tuple(p.shape) != tuple(shape):
+        if not shapes_equal(p.shape, shape):
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
                                f"{name} of shape {list(p.shape)} and normalized_shape = "
                                f"{list(shape)}")
@@ -260,7 +260,7 @@ def _linear_rule(x: Any, w: Any, b: Any = None) -> TensorMeta:
         if b.dtype != x.dtype:
             raise RuntimeError(f"linear: expected bias to have the input's dtype {x.dtype}, "
                                f"got {b.dtype}")
-        if broadcast_shapes(tuple(out.shape), tuple(b.shape)) != tuple(out.shape):
+        if not shapes_equal(broadcast_shapes(tuple(out.shape), tuple(b.shape)), out.shape):
             raise RuntimeError(f"linear: bias of shape {list(b.shape)} does not broadcast to "
                                f"the output shape {list(out.shape)}")
     return out

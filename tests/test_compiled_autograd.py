@@ -365,3 +365,24 @@ def test_every_argument_kind_graph_is_reused_across_data(backend):
         for got, want in zip(grads(seed, True), grads(seed, False)):
             assert_close(got, want)
     assert ca.counters["captures"] == 1 and ca.counters["cache_hits"] == 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_batch_size_equal_to_a_width_reuses_the_capture(backend):
+    """Duck sizing guards only what the graph decided: a batch that happens to equal the
+    layer width (e.g. a rank-1 bias gradient compared with a rank-2 one) must not
+    recapture."""
+    rng = np.random.default_rng(0)
+    w = acg.tensor(rng.standard_normal((8, 8)), requires_grad=True)
+    b = acg.tensor(rng.standard_normal(8), requires_grad=True)
+    for batch in (4, 8, 16):
+        x = acg.tensor(rng.standard_normal((batch, 8)))
+        grads = []
+        for ctx in (ca.enable(backend), ca.disable()):
+            w.grad = b.grad = None
+            with ctx:
+                F.linear(x, w, b).tanh().sum().backward()
+            grads.append((w.grad.numpy(), b.grad.numpy()))
+        for got, want in zip(*grads):
+            assert_close(got, want)
+    assert ca.counters["captures"] == 1 and ca.counters["cache_hits"] == 2

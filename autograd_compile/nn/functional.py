@@ -14,6 +14,7 @@ from typing import Any, Sequence
 from ..kernels import api as _api
 from ..kernels import nn as _nn
 from ..kernels._dtypes import as_dtype, is_float
+from ..kernels._shapes import shapes_equal
 from ..tensor import Tensor
 
 __all__ = ["linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
@@ -84,7 +85,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if is_float(target.dtype) and tuple(target.shape) == tuple(input.shape):
+    if is_float(target.dtype) and shapes_equal(target.shape, input.shape):
         return _soft_cross_entropy(input, target, weight, reduction, label_smoothing)
     return _nn.cross_entropy(input, target, weight, reduction, ignore_index, label_smoothing)
 
