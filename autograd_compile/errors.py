@@ -12,6 +12,10 @@ class OpError(RuntimeError):
     """An op failed on its inputs; the message names the op, shapes and dtypes."""
 
 
+class OpIndexError(OpError, IndexError):
+    """A dimension or index out of range (PyTorch raises IndexError for these)."""
+
+
 def shape_list(shape: Any) -> list:
     """A shape for messages: symbolic sizes shown as the sizes they stand for."""
     return [int(getattr(getattr(d, "node", None), "hint", d)) for d in shape]
@@ -42,5 +46,6 @@ def op_error(op: Any, args: tuple, kwargs: dict, cause: BaseException) -> OpErro
     if isinstance(cause, OpError):
         return cause
     reason = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-    return OpError(f"{op.qualname if hasattr(op, 'qualname') else op}: {reason}\n"
-                   f"  called with ({describe_args(op, args, kwargs)})")
+    cls = OpIndexError if isinstance(cause, IndexError) else OpError
+    return cls(f"{op.qualname if hasattr(op, 'qualname') else op}: {reason}\n"
+               f"  called with ({describe_args(op, args, kwargs)})")

@@ -233,8 +233,13 @@ class Tensor:
         return len(self.shape)
 
     def size(self, dim: int | None = None) -> Any:
-        """The shape, or one dimension's size."""
-        return self.shape if dim is None else self.shape[dim]
+        """The shape, or one dimension's size (``dim`` out of range: IndexError, as in PyTorch)."""
+        if dim is None:
+            return self.shape
+        if not self.shape:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        from .kernels._shapes import wrap_dim
+        return self.shape[wrap_dim(dim, len(self.shape))]
 
     def dim(self) -> int:
         return len(self.shape)

@@ -47,7 +47,7 @@ def wrap_dim(dim: int, ndim: int) -> int:
     """A dim in ``[-ndim, ndim)`` as a non-negative index (0-d tensors accept -1 and 0)."""
     top = max(ndim, 1)
     if not -top <= dim < top:
-        raise RuntimeError(f"Dimension out of range (expected to be in range of [{-top}, "
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-top}, "
                            f"{top - 1}], but got {dim})")
     return dim % top
 

@@ -5,6 +5,7 @@ shape rule), which must agree.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable
 
 import numpy as np
@@ -216,3 +217,28 @@ def test_kernel_failure_without_rule_message_still_names_op() -> None:
         ints(1, 2).bitwise_not().exp().bitwise_not()  # invert of a float: jax's own error
     assert isinstance(info.value, OpError)
     assert "acg::bitwise_not" in str(info.value) and "Tensor[2] float32" in str(info.value)
+
+
+DIM_ERRORS = [  # PyTorch raises IndexError for a dim out of range; ours is also an OpError
+    ("sum", lambda x: x.sum(3)), ("softmax", lambda x: F.softmax(x, -3)),
+    ("transpose", lambda x: x.transpose(0, 2)), ("cat", lambda x: acg.cat([x, x], 2)),
+    ("unsqueeze", lambda x: x.unsqueeze(4)), ("max_dim", lambda x: x.max(2)),
+]
+
+
+@pytest.mark.parametrize("fake", [False, True], ids=["eager", "fake"])
+@pytest.mark.parametrize("name,call", DIM_ERRORS, ids=[d[0] for d in DIM_ERRORS])
+def test_dimension_out_of_range_is_an_index_error(name: str, call: Callable, fake: bool) -> None:
+    x = t(2, 3)
+    with FakeTensorMode() if fake else contextlib.nullcontext() as mode:
+        with pytest.raises(IndexError, match="Dimension out of range") as info:
+            call(mode.from_tensor(x) if fake else x)
+    assert isinstance(info.value, OpError) and "Tensor[2, 3] float32" in str(info.value)
+
+
+def test_size_of_a_missing_dim_is_an_index_error() -> None:
+    assert t(2, 3).size(-1) == 3
+    with pytest.raises(IndexError, match=r"range of \[-2, 1\], but got 2"):
+        t(2, 3).size(2)
+    with pytest.raises(IndexError, match="tensor has no dimensions"):
+        t().size(0)
