@@ -269,6 +269,22 @@ def _matmul_gen(draw, shapes):
     return ((i, j), ("pair",), out) if numel(out) <= MAX_NUMEL else None
 
 
+def _linear_gen(draw, shapes):
+    """F.linear(x, w[, b]): w a 2-d value whose last size matches x's, the bias (when
+    drawn) a 1-d value of w's first size."""
+    i = _pick(draw, shapes, lambda s: len(s) >= 1 and numel(s) > 0)
+    if i is None:
+        return None
+    s = shapes[i]
+    j = _pick(draw, shapes, lambda t: len(t) == 2 and t[1] == s[-1])
+    if j is None:
+        return None
+    k = _pick(draw, shapes, lambda t: t == (shapes[j][0],)) if draw(st.booleans()) else None
+    out = s[:-1] + (shapes[j][0],)
+    args = (i, j) if k is None else (i, j, k)
+    return (args, (), out) if numel(out) <= MAX_NUMEL else None
+
+
 def _matmul_acg(v, p):
     if p[0] == "self_t":
         return v[0] @ (v[0].transpose(0, 1) if v[0].ndim == 2 else v[0])
@@ -458,6 +474,8 @@ OPS: dict[str, OpSpec] = {
                     lambda v, p: v[0][_index_key(p, jnp.asarray)]),
     "select": OpSpec(_select_gen, _select_acg, _select_jnp),
     "matmul": OpSpec(_matmul_gen, _matmul_acg, _matmul_jnp),
+    "linear": OpSpec(_linear_gen, lambda v, p: F.linear(*v),
+                     lambda v, p: v[0] @ v[1].T + (v[2] if len(v) > 2 else 0)),
     "cat": OpSpec(_join_gen(stack=False), lambda v, p: acg.cat([v[0], v[1]], p[0]),
                   lambda v, p: jnp.concatenate([v[0], v[1]], p[0])),
     "stack": OpSpec(_join_gen(stack=True), lambda v, p: acg.stack([v[0], v[1]], p[0]),

@@ -1,6 +1,6 @@
 """Differential fuzzing: eager == compiled-eager == compiled-jax == jax.grad.
 
-Hypothesis draws small programs (``tests/_fuzz_programs.py``: 43 ops, custom
+Hypothesis draws small programs (``tests/_fuzz_programs.py``: 46 ops, custom
 Functions, in-place ops on non-leaves, hooks of every kind) as data. Each is
 run by our engine in the three execution modes and written again in
 jax.numpy and differentiated by ``jax.grad``, which shares none of our code.
@@ -141,7 +141,7 @@ def test_random_programs_match_jax_grad_in_every_mode_slow(program, seed):
 def test_menu_has_the_required_breadth():
     assert len(fp.OPS) >= 20
     for name in ["add", "mul_s", "sum", "mean", "reshape", "transpose", "permute", "matmul",
-                 "index", "inplace", "cube_fn", "muladd_fn"]:
+                 "index", "inplace", "cube_fn", "muladd_fn", "linear"]:
         assert name in fp.OPS
 
 
