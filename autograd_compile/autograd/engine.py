@@ -23,6 +23,7 @@ import jax.numpy as jnp
 from ..dispatch.keys import TLS
 from ..dispatch.library import ops
 from ..errors import shape_list
+from ..kernels._shapes import shapes_equal
 from ..tensor import Tensor, _make
 from .. import journal
 from .node import AccumulateGrad, GraphRoot, Node, gradient_edge
@@ -286,7 +287,7 @@ def check_hook_result(hook: Callable, old: Tensor, new: Any) -> None:
     name = getattr(hook, "__name__", repr(hook))
     if not isinstance(new, Tensor):
         raise TypeError(f"expected Tensor or None (got {type(new).__name__}) from hook '{name}'")
-    if not _same_shape(tuple(new.shape), tuple(old.shape)):
+    if not shapes_equal(new.shape, old.shape):
         raise RuntimeError(f"hook '{name}' has changed the size of value: was "
                            f"{shape_list(old.shape)}, got {shape_list(new.shape)}")
     if jnp.dtype(new.dtype) != jnp.dtype(old.dtype):
@@ -370,15 +371,11 @@ def validate_outputs(node: Node, outs: list,
         if slot >= len(metas):
             continue
         meta = metas[slot]
-        if not _same_shape(g.shape, meta.shape):
+        if not shapes_equal(g.shape, meta.shape):
             outs[i] = g = _reduce_to(node, i, g, tuple(meta.shape))
         if g.dtype != meta.dtype:
             outs[i] = g.to(meta.dtype)
     return outs
-
-
-def _same_shape(a: tuple, b: tuple) -> bool:
-    return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b))
 
 
 def _expandable(shape: tuple, target: tuple) -> bool:
