@@ -1,0 +1,1 @@
+"""Compiled forward (``acg.compile``): trace, partition forward and backward, run each as one XLA program."""

@@ -1,0 +1,1 @@
+"""Training beyond one device on JAX's distributed runtime (DESIGN §10)."""

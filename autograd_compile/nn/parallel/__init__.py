@@ -1,0 +1,1 @@
+"""Data-parallel wrappers: ``DistributedDataParallel`` over a JAX device mesh."""

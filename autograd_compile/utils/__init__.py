@@ -1,0 +1,1 @@
+"""Utilities a training program imports as ``torch.utils``: ``data`` (datasets and loaders)."""

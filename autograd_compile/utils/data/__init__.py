@@ -1,0 +1,1 @@
+"""Datasets, samplers and the DataLoader, with PyTorch's names and defaults (``torch.utils.data``)."""
