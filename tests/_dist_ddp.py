@@ -82,7 +82,8 @@ def train(mode: str, ddp: bool, shard_params: bool = False, hooks: bool = False)
 def _state_specs(opt: acg.optim.Optimizer, model: acg.nn.Module) -> list:
     """Placement of every optimizer-state array shaped like a parameter."""
     shapes = {tuple(p.shape): _spec(p._data) for p in model.parameters()}
-    leaves = jax.tree_util.tree_leaves(opt.state, is_leaf=lambda v: isinstance(v, acg.Tensor))
+    state = list(opt.state.values()) if isinstance(opt.state, dict) else opt.state
+    leaves = jax.tree_util.tree_leaves(state, is_leaf=lambda v: isinstance(v, acg.Tensor))
     arrays = [v._data if isinstance(v, acg.Tensor) else v for v in leaves]
     return [(_spec(a), shapes[tuple(a.shape)]) for a in arrays
             if isinstance(a, jax.Array) and tuple(a.shape) in shapes and a.ndim > 0]
