@@ -31,4 +31,5 @@ _install(Tensor)
 
 from . import nn, optim  # noqa: E402
 from . import backends, compiled_autograd  # noqa: E402
+from . import distributed  # noqa: E402
 from .proxy_tensor import make_fx  # noqa: E402
