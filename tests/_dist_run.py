@@ -21,6 +21,7 @@ def child_env(devices: int, **extra: str) -> dict[str, str]:
                  "ACG_COORDINATOR"):
         env.pop(name, None)
     flags = re.sub(r"--xla_force_host_platform_device_count=\S+", "", env.get("XLA_FLAGS", ""))
+    flags = f"{flags} {extra.pop('XLA_FLAGS', '')}"  # the test's flags join, not replace
     env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={devices}".strip()
     env["JAX_PLATFORMS"] = "cpu"
     env.update(extra)

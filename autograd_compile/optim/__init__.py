@@ -6,8 +6,9 @@
 >>> (w * w).sum().backward(); opt.step(); w.tolist()
 [0.0, 0.0, 0.0]
 """
+from . import lr_scheduler
 from .algorithms import SGD, Adadelta, Adagrad, Adam, AdamW, RMSprop
 from .optimizer import Optimizer, required
 
 __all__ = ["SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop",
-           "required"]
+           "lr_scheduler", "required"]
