@@ -67,3 +67,6 @@ def test_placement_on_eight_devices_survives_eager_ops():
         assert specs[name] == "8:[]", (name, specs[name])
     assert "size 10 of dim 0" in r["error"] and "mesh(data=8)" in r["error"]
     assert r["metric"] == [1.0, 5.0]
+    assert r["same"]
+    # a batch that does not divide over the mesh, through DDP's forward
+    assert "size 12 of dim 0" in r["ddp_error"] and "8 devices of mesh(data=8)" in r["ddp_error"]
