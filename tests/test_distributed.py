@@ -37,6 +37,9 @@ def test_init_needs_a_coordinator_for_several_processes():
         dist.init(num_processes=2, process_id=0)
     with pytest.raises(ValueError, match="process_id"):
         dist.init("localhost:1", num_processes=2, process_id=5)
+    acg.ones(1).sum().item()  # jax's runtime is running in this process now
+    with pytest.raises(RuntimeError, match="before any tensor"):
+        dist.init("localhost:1", num_processes=2, process_id=1)
     assert not dist.is_initialized()
 
 
