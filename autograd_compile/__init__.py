@@ -32,3 +32,5 @@ _install(Tensor)
 from . import nn, optim  # noqa: E402
 from . import backends, compiled_autograd  # noqa: E402
 from .proxy_tensor import make_fx  # noqa: E402
+from . import aot  # noqa: E402
+from .aot import compile  # noqa: E402,A001  (torch.compile's analog shadows the builtin here)
