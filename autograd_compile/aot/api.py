@@ -111,9 +111,9 @@ class CompiledFunction:
         if self._entries:
             counters["retraces"] += 1
             if config.log_enabled("aot"):
-                log.debug("%s: retracing: %s", self.__name__, self._why(sig, sizes))
+                log.debug("%s: retracing: %s", self.__qualname__, self._why(sig, sizes))
         if len(self._entries) >= CACHE_SIZE_LIMIT:
-            self._warn_once("limit", f"acg.compile: {self.__name__} hit the cache size limit "
+            self._warn_once("limit", f"acg.compile: {self.__qualname__} hit the cache size limit "
                             f"({CACHE_SIZE_LIMIT} traces); running it eagerly for new guards. "
                             f"Last miss: {self._why(sig, sizes)}")
             return None
@@ -121,9 +121,9 @@ class CompiledFunction:
             entry = self._trace(args, kwargs, leaves, state, sig)
         except NotTraceable as e:
             if self.fullgraph:
-                raise Unsupported(f"acg.compile(fullgraph=True): {self.__name__} cannot be "
+                raise Unsupported(f"acg.compile(fullgraph=True): {self.__qualname__} cannot be "
                                   f"traced into one graph: {e}") from e
-            self._warn_once(str(e), f"acg.compile: running {self.__name__} eagerly: {e}")
+            self._warn_once(str(e), f"acg.compile: running {self.__qualname__} eagerly: {e}")
             entry = _Entry(sig, None, None)
         self._entries.insert(0, entry)
         return entry
@@ -138,15 +138,19 @@ class CompiledFunction:
         region = Region(joint, partition(joint))
         if config.log_enabled("aot"):
             bw = region.backward_graph
-            log.debug("%s: traced\nforward:\n%s\nbackward:\n%s\nguards: %s", self.__name__,
+            log.debug("%s: traced\nforward:\n%s\nbackward:\n%s\nguards: %s", self.__qualname__,
                       region.forward_graph.code, bw.code if bw is not None else "(none)",
                       joint.sizes.shape_env.format_guards())
         return _Entry(sig, joint.sizes, region)
 
     def _why(self, sig: tuple, sizes: list[int]) -> str:
+        """The difference to the closest cached trace (the longest equal signature prefix)."""
         if not self._entries:
             return "first call"
-        entry = self._entries[0]
+
+        def agree(e: _Entry) -> int:
+            return next((i for i, (a, b) in enumerate(zip(e.sig, sig)) if a != b), len(sig))
+        entry = max(self._entries, key=agree)
         if entry.sig != sig:
             return signature_diff(entry.sig, sig, _SIG_LABELS)
         return (entry.sizes.failure(sizes) if entry.sizes is not None else None) or \

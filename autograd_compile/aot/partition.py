@@ -14,10 +14,10 @@ Cheap elementwise and shape ops whose inputs the backward has anyway are
 recomputed there instead of saved (fewer forward outputs, less memory), the
 simple end of the recompute-versus-save choice PyTorch's min-cut partitioner makes.
 
-Every tangent, and every saved primal that requires grad, enters the backward
-graph through ``aot::once_differentiable`` (an identity whose derivative raises),
-so differentiating the compiled backward again fails clearly instead of
-silently missing the terms that flow through saved intermediates.
+Every gradient the backward returns goes through ``aot::once_differentiable``
+(an identity whose derivative raises) together with the inputs that require grad
+and the tangents, so differentiating the compiled backward again fails clearly
+instead of silently missing the terms that flow through saved intermediates.
 """
 from __future__ import annotations
 
@@ -30,10 +30,12 @@ from ..tensor import Tensor
 from .ops import once_differentiable
 from .trace import Joint, NotTraceable
 
+# views: the backward recomputes them from their input (saving either costs the same)
+_VIEWS = frozenset({"view", "reshape", "expand", "permute", "transpose", "unsqueeze", "squeeze",
+                    "detach", "clone"})
 # recomputed in the backward when their inputs are there anyway (cheaper than saving)
-_CHEAP = frozenset({"add", "sub", "mul", "div", "neg", "relu", "abs", "square", "reciprocal",
-                    "to", "clone", "detach", "view", "reshape", "expand", "permute", "transpose",
-                    "unsqueeze", "squeeze", "maximum", "minimum", "where"})
+_CHEAP = _VIEWS | {"add", "sub", "mul", "div", "neg", "relu", "abs", "square", "reciprocal",
+                   "to", "maximum", "minimum", "where", "gt", "ge", "lt", "le", "eq", "ne"}
 
 
 class Parts:
@@ -42,7 +44,8 @@ class Parts:
     def __init__(self, forward: Graph, backward: Graph | None, saved: list[tuple[str, int]],
                  n_saved_fw: int) -> None:
         # saved[i]: ("primal", primal index) | ("out", region output index) |
-        #           ("fw", index among the forward program's extra outputs)
+        #           ("fw", index among the forward program's extra outputs) |
+        #           ("guard", primal index): an input only once_differentiable reads
         self.forward, self.backward, self.saved, self.n_saved_fw = forward, backward, saved, \
             n_saved_fw
 
@@ -70,8 +73,8 @@ def _ancestors(roots: list[Node]) -> set[Node]:
     return seen
 
 
-def _cheap(n: Node) -> bool:
-    return isinstance(n.target, OpOverload) and n.target.name.split(".")[0] in _CHEAP and \
+def _op_in(n: Node, names: frozenset[str]) -> bool:
+    return isinstance(n.target, OpOverload) and n.target.name.split(".")[0] in names and \
         not n.target.schema.is_mutable
 
 
@@ -88,15 +91,20 @@ def partition(joint: Joint) -> Parts:
     for n in saved:
         if n.op != "placeholder" and not isinstance(n.meta.get("val"), Tensor):
             raise NotTraceable(f"the backward reads {n.name}, which is not a tensor")
-    recompute = _recompute(saved, primal_of, set(joint.outputs))
+    recompute = _through_views(saved, primal_of, set(joint.outputs))
+    saved = (saved - recompute) | {a for r in recompute for a in r.all_input_nodes
+                                   if not is_size(a)}
+    recompute |= _recompute(saved, primal_of, set(joint.outputs))
     saved -= recompute
     saved |= {a for r in recompute for a in r.all_input_nodes if not is_size(a)}
     bw_nodes = in_bw | recompute
     size_nodes, subst = _backward_sizes(bw_nodes, sizes, saved, joint)
     saved |= {src for src, _ in subst.values() if src not in joint.tangents}
+    guards = [joint.primals[i].node for i in joint.grad_primals] if grads else []
     order = {n: i for i, n in enumerate(nodes)}
     saved_list = sorted(saved, key=order.__getitem__)
-    spec, fw_extra = _saved_spec(saved_list, primal_of, joint.outputs)
+    saved_list += [n for n in guards if n not in saved]  # read only by once_differentiable
+    spec, fw_extra = _saved_spec(saved_list, primal_of, joint.outputs, saved)
     forward = _forward_graph(joint, nodes, fw_extra)
     backward = _backward_graph(joint, nodes, saved_list, bw_nodes | size_nodes, subst) \
         if grads else None
@@ -112,13 +120,28 @@ def _tangent_dependent(nodes: list[Node], tangents: set[Node]) -> set[Node]:
     return dep
 
 
+def _through_views(saved: set[Node], primal_of: dict, outputs: set[Node]) -> set[Node]:
+    """Saved views (and chains of them): the backward saves their input instead."""
+    out: set[Node] = set()
+    stack = list(saved)
+    while stack:
+        n = stack.pop()
+        if n in out or n in primal_of or n in outputs or not _op_in(n, _VIEWS):
+            continue
+        ins = [a for a in n.all_input_nodes if not is_size(a)]
+        if len(ins) == 1:
+            out.add(n)
+            stack.append(ins[0])
+    return out
+
+
 def _recompute(saved: set[Node], primal_of: dict, outputs: set[Node]) -> set[Node]:
     """Saved intermediates that are cheap to recompute from inputs the backward has
     anyway (saved ones, or primals); one level deep, so nothing saved is added."""
     out: set[Node] = set()
     used: set[Node] = set()
     for n in sorted(saved, key=lambda x: x.name):
-        if n in primal_of or n in outputs or n in used or not _cheap(n):
+        if n in primal_of or n in outputs or n in used or not _op_in(n, _CHEAP):
             continue
         ins = [a for a in n.all_input_nodes if not is_size(a)]
         if ins and all(a in primal_of or (a in saved and a not in out) for a in ins):
@@ -159,12 +182,12 @@ def _same_dim(n: Node, have: list[Node]) -> tuple[Node, int] | None:
     return None
 
 
-def _saved_spec(saved: list[Node], primal_of: dict, outputs: list[Node]
+def _saved_spec(saved: list[Node], primal_of: dict, outputs: list[Node], read: set[Node]
                 ) -> tuple[list[tuple[str, int]], list[Node]]:
     spec, extra = [], []
     for n in saved:
         if n in primal_of:
-            spec.append(("primal", primal_of[n]))
+            spec.append(("primal" if n in read else "guard", primal_of[n]))
         elif n in outputs:
             spec.append(("out", outputs.index(n)))
         else:
@@ -202,12 +225,8 @@ def _backward_graph(joint: Joint, nodes: list[Node], saved: list[Node], bw_nodes
     """Saved values and tangents in; one gradient per primal that requires grad out."""
     g = Graph()
     env: dict[Node, Node] = {}
-    grad_primals = {joint.primals[i].node for i in joint.grad_primals}
     for n in saved + list(joint.tangents):
-        ph = g.placeholder(n.name)
-        ph.meta.update(n.meta)
-        check = n in joint.tangents or n in grad_primals
-        env[n] = g.call_function(once_differentiable, (ph,)) if check else ph
+        env[n] = g.placeholder(n.name)
         env[n].meta.update(n.meta)
     for n in nodes:
         if n in bw_nodes and n not in env:
@@ -216,6 +235,9 @@ def _backward_graph(joint: Joint, nodes: list[Node], saved: list[Node], bw_nodes
                 env[n] = g.call_function(sym_size, (env[src], dim), name=n.name)
             else:
                 env[n] = _copy(g, n, env)
-    g.output(tuple(None if n is None else env[n] for n in joint.grads))
+    guard = [env[joint.primals[i].node] for i in joint.grad_primals] + \
+        [env[t] for t in joint.tangents]
+    g.output(tuple(None if n is None else g.call_function(once_differentiable, (env[n], guard))
+                   for n in joint.grads))
     g.eliminate_dead_code()
     return g

@@ -87,8 +87,9 @@ class Region:
         self.out_spec, self.diff = joint.out_spec, joint.differentiable
         self.n_out = len(joint.outputs)
         self.mutated = [i for i, _ in joint.mutations]
+        self.snapshot = set(self.mutated) | {i for i, p in enumerate(joint.primals)
+                                             if p.kind == "key"}
         self.grad_primals = joint.grad_primals
-        self.grad_primal_set = set(self.grad_primals)
         self.saved = parts.saved
         self.n_saved_fw = parts.n_saved_fw
 
@@ -127,10 +128,12 @@ class Region:
                 saved.append(saved_fw[i])
             elif kind == "out":
                 saved.append(SavedVariable(results[i], is_output=True))
-            elif i in self.grad_primal_set:  # version-checked, and its history kept
-                saved.append(SavedVariable(prim[i]))
-            else:  # the value at the call (a later in-place write must not change it)
+            elif kind == "guard":  # only its requires_grad matters (double backward)
+                saved.append(prim[i])
+            elif i in self.snapshot:  # written back by this call, or a key: the value then
                 saved.append(arrays[i])
+            else:  # version-checked, as eager checks what a formula saved
+                saved.append(SavedVariable(prim[i]))
         node.saved = saved
 
 
@@ -159,13 +162,14 @@ class CompiledFunctionBackward(Node):
         return [None if o is None else _make(o) for o in outs]
 
     def _unpack_arrays(self) -> list:
-        return [s.unpack(self)._data if type(s) is SavedVariable else s for s in self.saved]
+        return [s.unpack(self)._data if type(s) is SavedVariable else
+                s._data if isinstance(s, Tensor) else s for s in self.saved]
 
     def _unpack_tensors(self) -> list[Tensor]:
         override, me = UNPACK_OVERRIDE, id(self)
         return [s.unpack(self) if type(s) is SavedVariable else
-                override[(me, k)] if override and (me, k) in override else _make(s)
-                for k, s in enumerate(self.saved)]
+                override[(me, k)] if override and (me, k) in override else
+                s if isinstance(s, Tensor) else _make(s) for k, s in enumerate(self.saved)]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -188,7 +192,7 @@ def _visit(node: CompiledFunctionBackward, v: Any) -> NodeState:
         if type(s) is SavedVariable:
             state.append(v.saved(s, node))
         else:
-            t = v.tensor(_make(s))
+            t = v.tensor(s if isinstance(s, Tensor) else _make(s))
             if isinstance(t, FakeTensor):  # keyed by slot: two nodes may hold one array
                 UNPACK_OVERRIDE[(id(node), k)] = t
             state.append(t)
