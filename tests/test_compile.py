@@ -431,3 +431,13 @@ def test_saved_input_modified_in_place_raises_as_in_eager(mode) -> None:
         with mode():
             loss.backward()
     assert w.grad is None
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    from autograd_compile import aot
+    from autograd_compile.aot import api, guards, ops, tree
+    for module in (aot, api, guards, ops, tree):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and (result.attempted > 0 or module is api), module.__name__
