@@ -55,7 +55,8 @@ def _check_name(kind: str, name: Any, owner: "Module", registry: dict) -> None:
     if not isinstance(name, str):
         raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
     if "." in name:
-        raise KeyError(f"{kind} name can't contain \".\", got: {name}")
+        got = f", got: {name}" if kind == "module" else ""
+        raise KeyError(f"{kind} name can't contain \".\"{got}")
     if name == "":
         raise KeyError(f"{kind} name can't be empty string \"\"")
     if hasattr(owner, name) and name not in registry:
@@ -144,7 +145,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_parameters")
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -154,7 +155,7 @@ class Module:
         elif isinstance(value, Module):
             if "_modules" not in d:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_modules")
             self._modules[name] = value
         elif "_modules" in d and name in d["_modules"]:
             if value is not None:
@@ -169,11 +170,13 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name: str) -> None:
-        """Drop ``name`` from every place but the one it is about to be registered in."""
+    def _forget(self, name: str, keep: str) -> None:
+        """Drop ``name`` from every place but ``keep``, the registry it is about to be
+        (re)registered in (so a re-assigned name keeps its position there)."""
         self.__dict__.pop(name, None)
         for reg in ("_parameters", "_buffers", "_modules"):
-            self.__dict__[reg].pop(name, None)
+            if reg != keep:
+                self.__dict__[reg].pop(name, None)
         self._non_persistent_buffers_set.discard(name)
 
     def __getattr__(self, name: str) -> Any:
