@@ -29,6 +29,8 @@ from .kernels.api import install_tensor_methods as _install  # noqa: E402
 
 _install(Tensor)
 
-from . import nn, optim  # noqa: E402
+from . import nn, optim, utils  # noqa: E402
 from . import backends, compiled_autograd  # noqa: E402
+from . import distributed  # noqa: E402
+from .nn import parallel as _nn_parallel  # noqa: E402,F401  (acg.nn.parallel)
 from .proxy_tensor import make_fx  # noqa: E402
