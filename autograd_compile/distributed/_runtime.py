@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import datetime
 import os
+import socket
+import sys
+import threading
+import time
 from typing import Any
 
 import jax
@@ -86,6 +90,16 @@ def _join(coordinator: str | None, num_processes: int, process_id: int | None,
         raise ValueError(f"init: process_id must be in [0, {num_processes}), got {process_id} "
                          "(argument or RANK)")
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    if process_id != 0:
+        _wait_for_coordinator(coordinator, process_id, timeout)
+    # jax aborts the process when peers miss the deadline: say why first
+    warn = threading.Timer(0.8 * timeout, _say, (
+        f"autograd_compile.distributed.init: process {process_id} of {num_processes} is still "
+        f"waiting for its peers at {coordinator} after {0.8 * timeout:.0f} s; it stops at "
+        f"{timeout} s if they do not all join (a process failed to start, or WORLD_SIZE, RANK "
+        "or MASTER_ADDR/MASTER_PORT differ between processes)",))
+    warn.daemon = True
+    warn.start()
     try:
         jax.distributed.initialize(coordinator, num_processes, process_id,
                                    initialization_timeout=timeout,
@@ -94,6 +108,43 @@ def _join(coordinator: str | None, num_processes: int, process_id: int | None,
     except Exception as e:
         raise RuntimeError(f"init: process {process_id} of {num_processes} could not join the "
                            f"coordinator at {coordinator} within {timeout} s: {e}") from e
+    finally:
+        warn.cancel()
+    _fail_fast_on_uncaught_exception()
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _wait_for_coordinator(coordinator: str, process_id: int, timeout: int) -> None:
+    """Fail with a Python error (not jax's abort) when no coordinator ever answers."""
+    host, _, port = coordinator.rpartition(":")
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=1.0):
+                return
+        except OSError as e:
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"init: process {process_id} found no coordinator at "
+                                   f"{coordinator} within {timeout} s ({e}); is rank 0 "
+                                   "running with the same MASTER_ADDR/MASTER_PORT?") from None
+            time.sleep(0.2)
+
+
+def _fail_fast_on_uncaught_exception() -> None:
+    """An uncaught exception ends a joined process at once (exit code 1): without this
+    it would wait at JAX's shutdown barrier for peers that wait for it, and neither the
+    launcher nor the peers would see the failure until that barrier timed out."""
+    previous = sys.excepthook
+
+    def excepthook(kind: type, value: BaseException, tb: Any) -> None:
+        previous(kind, value, tb)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
+    sys.excepthook = excepthook
 
 
 def is_initialized() -> bool:
