@@ -29,9 +29,20 @@ _FLOATING = frozenset(map(jnp.dtype, (jnp.float16, jnp.bfloat16, jnp.float32, jn
                                       jnp.complex64, jnp.complex128)))
 
 
+_IS_FLOATING: dict[Any, bool] = {}  # by the dtype object given: no jnp.dtype() per op call
+
+
 def is_floating(dtype: Any) -> bool:
     """True for dtypes that can require gradients."""
-    return jnp.dtype(dtype) in _FLOATING
+    try:
+        return _IS_FLOATING[dtype]
+    except (KeyError, TypeError):  # TypeError: an unhashable dtype-like
+        floating = jnp.dtype(dtype) in _FLOATING
+    try:
+        _IS_FLOATING[dtype] = floating
+    except TypeError:
+        pass
+    return floating
 
 
 class RemovableHandle:

@@ -1,5 +1,8 @@
 """``python -m autograd_compile bench``: backward-only throughput, side by side.
 
+Groups (``--group``, default all): ``backward`` (below), ``ops`` (eager overhead of one
+recorded op against the raw jitted JAX call, see ``ops.py``).
+
 Methodology
 -----------
 What is timed is **one backward pass and nothing else**. For every rep a system
@@ -57,6 +60,7 @@ from typing import Any
 
 import jax
 
+from . import ops as ops_group
 from . import report
 from .measure import GRAD_ATOL_FRACTION, GRAD_RTOL, WorkloadResult, measure, runs_per_workload
 from . import xla_trap
@@ -64,6 +68,7 @@ from .sweep import SWEEP_WORKLOADS, batch_sweep
 from .systems import ALL_SYSTEMS, plan
 from .workloads import NAMES, Workload, build
 
+GROUPS = ("backward", "ops")
 DEFAULT_REPS, SMOKE_REPS = 30, 3
 DEFAULT_WARMUP, SMOKE_WARMUP = 5, 1
 
@@ -80,6 +85,9 @@ def _names(value: str, allowed: tuple[str, ...], what: str) -> list[str]:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m autograd_compile bench",
                                  description="Backward-only throughput, systems side by side.")
+    ap.add_argument("--group", default=",".join(GROUPS),
+                    type=lambda v: _names(v, GROUPS, "group"),
+                    help=f"comma-separated, default all: {','.join(GROUPS)}")
     ap.add_argument("--workload", default=",".join(NAMES),
                     type=lambda v: _names(v, NAMES, "workload"),
                     help=f"comma-separated, default all: {','.join(NAMES)}")
@@ -152,7 +160,7 @@ def run_suite(args: argparse.Namespace, device: jax.Device) -> list[WorkloadResu
 
 
 def _config(args: argparse.Namespace) -> dict[str, Any]:
-    return {"workloads": args.workload, "systems": args.systems, "reps": args.reps,
+    return {"groups": args.group, "workloads": args.workload, "systems": args.systems, "reps": args.reps,
             "warmup": args.warmup, "smoke": args.smoke, "torch_backend": args.torch_backend,
             "grad_rtol": GRAD_RTOL, "grad_atol_fraction_of_max": GRAD_ATOL_FRACTION,
             "timing": "backward only; interleaved per rep; median and IQR"}
@@ -194,26 +202,38 @@ def main(argv: list[str]) -> int:
         print(f"bench: note: {args.reps} timed reps (< {DEFAULT_REPS}); medians will be rough",
               file=sys.stderr)
     env = report.environment(device)
-    results = run_suite(args, device)
-    sweep = {} if args.no_sweep else {n: batch_sweep(n, args.smoke, device)
-                                      for n in SWEEP_WORKLOADS if n in args.workload}
+    backward = "backward" in args.group
+    results = run_suite(args, device) if backward else []
+    sweep = {} if args.no_sweep or not backward else {
+        n: batch_sweep(n, args.smoke, device) for n in SWEEP_WORKLOADS if n in args.workload}
+    op_results = ops_group.run_ops(device, args.reps, args.warmup, args.smoke,
+                                   _torch_available()) if "ops" in args.group else []
     env["loadavg_at_end"] = os.getloadavg()
     failures = [f for w in results for f in w.failures()]
-    _output(args, env, results, sweep, failures)
+    _output(args, env, results, sweep, op_results, failures)
     return 1 if failures else 0
 
 
+def _torch_available() -> bool:
+    from .systems import torch_available
+    return torch_available()
+
+
 def _output(args: argparse.Namespace, env: dict[str, Any], results: list[WorkloadResult],
-            sweep: dict[str, list[dict[str, Any]]], failures: list[str]) -> None:
-    """The table and sweep on stdout, failures on stderr, then the JSON and the plot."""
-    report.print_table(results, sys.stdout)
+            sweep: dict[str, list[dict[str, Any]]], op_results: list[ops_group.OpResult],
+            failures: list[str]) -> None:
+    """The tables and sweep on stdout, failures on stderr, then the JSON and the plot."""
+    if results:
+        report.print_table(results, sys.stdout)
     report.print_sweep(sweep, sys.stdout)
+    if op_results:
+        ops_group.print_ops(op_results, sys.stdout)
     for f in failures:
         print(f"FAILED {f}", file=sys.stderr)
     if args.json:
         report.write_json(args.json, {
             "environment": env, "config": _config(args), "failures": failures,
             "workloads": {w.name: report.workload_json(w) for w in results},
-            "batch_sweep": sweep})
-    if args.plot:
+            "batch_sweep": sweep, "ops": ops_group.ops_json(op_results)})
+    if args.plot and results:
         report.plot(results, args.plot)
