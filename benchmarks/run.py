@@ -171,10 +171,13 @@ def run_suite(args: argparse.Namespace, device: jax.Device) -> list[WorkloadResu
 
 
 def _config(args: argparse.Namespace) -> dict[str, Any]:
-    return {"groups": args.group, "workloads": args.workload, "systems": args.systems, "reps": args.reps,
+    return {"groups": args.group, "workloads": args.workload, "systems": args.systems,
+            "step_workloads": args.step_workload, "step_systems": args.step_systems,
+            "reps": args.reps,
             "warmup": args.warmup, "smoke": args.smoke, "torch_backend": args.torch_backend,
             "grad_rtol": GRAD_RTOL, "grad_atol_fraction_of_max": GRAD_ATOL_FRACTION,
-            "timing": "backward only; interleaved per rep; median and IQR"}
+            "timing": "backward: the backward alone; step: forward + backward + SGD step; "
+                      "ops: a loop of op calls; systems interleaved per rep; median and IQR"}
 
 
 def _trap_main(args: argparse.Namespace, device: jax.Device) -> int:

@@ -91,6 +91,10 @@ class AcgStep(StepSystem):
         self.backward_ctx: Callable[[], AbstractContextManager] = (
             nullcontext if name == "acg-eager" else lambda: acg.compiled_autograd.enable("jax"))
 
+    def set_inputs(self, inputs: dict[str, np.ndarray]) -> None:
+        """Another batch (the sweep: the same model, parameters and compiled function)."""
+        self.inputs = [acg.tensor(v) for v in inputs.values()]
+
     def step(self) -> float:
         self.opt.zero_grad()
         start = time.perf_counter()
@@ -166,6 +170,10 @@ class TorchStep(StepSystem):
         from torch._dynamo import compiled_autograd as ca
         enable = getattr(ca, "_enable", None) or ca.enable
         return enable(self.torch.compile(backend=self.backend))
+
+    def set_inputs(self, inputs: dict[str, np.ndarray]) -> None:
+        """Another batch (the sweep: the same model, parameters and compiled function)."""
+        self.inputs = [acg.tensor(v) for v in inputs.values()]
 
     def step(self) -> float:
         self.opt.zero_grad()
@@ -335,12 +343,14 @@ def run_steps(workloads: list[str], systems: list[str], device: jax.Device, reps
 
 
 def step_sweep(name: str, system: str, smoke: bool, device: jax.Device) -> list[dict[str, Any]]:
-    """One cache from reset; two steps per batch size; cumulative counters after each."""
+    """One model and one cache from reset; two steps per batch size, each batch size fed
+    to the same model (and compiled function); cumulative counters after each."""
     reset_acg()
     rows = []
     with jax.default_device(device):
+        s = SYSTEMS[system].make(build_step(name, smoke, SWEEP_BATCHES[0]), device, "inductor")
         for batch in SWEEP_BATCHES:
-            s = SYSTEMS[system].make(build_step(name, smoke, batch), device, "inductor")
+            s.set_inputs(build_step(name, smoke, batch).inputs)
             first, second = timed_step(s)[0], timed_step(s)[0]
             rows.append({"batch": batch, "first_step_us": first, "second_step_us": second,
                          **acg_counters()})
