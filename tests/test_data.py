@@ -36,6 +36,19 @@ def test_tensor_dataset_and_sequential_loader():
         TensorDataset(acg.ones(3), acg.ones(4))
 
 
+def test_tensor_dataset_fast_path_equals_sample_by_sample_collate():
+    ds = TensorDataset(acg.randn(9, 2, 3), acg.arange(9), acg.randn(9).to(acg.bfloat16))
+    fast = list(DataLoader(ds, batch_size=4, sampler=[8, 0, 3, 3, 5, 1, 2]))
+    slow = list(DataLoader(ds, batch_size=4, sampler=[8, 0, 3, 3, 5, 1, 2],
+                           collate_fn=lambda b: default_collate(b)))
+    assert len(fast) == len(slow) == 2
+    for fb, sb in zip(fast, slow):
+        assert isinstance(fb, list) and isinstance(sb, list)
+        for f, s in zip(fb, sb):
+            assert f.dtype == s.dtype and f.shape == s.shape
+            np.testing.assert_array_equal(np.asarray(f), np.asarray(s))
+
+
 def test_shuffle_is_a_permutation_reproducible_by_manual_seed():
     _, ds = _xy(12)
 
