@@ -1,11 +1,12 @@
 """``acg.compile``: the user-facing wrapper, its cache and its fallbacks."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from .. import config
 from ..dispatch.keys import TLS
@@ -133,8 +134,9 @@ class CompiledFunction:
         counters["traces"] += 1
         _, in_spec = flatten((args, kwargs), keyed=False)
         fn = self._module if self._module is not None else self._fn
-        joint = trace_joint(fn, in_spec, leaves, _arg_names(self._fn, args, kwargs),
-                            list(state), self.dynamic, sig[0])
+        with _registries_kept(self._watched or []):
+            joint = trace_joint(fn, in_spec, leaves, _arg_names(self._fn, args, kwargs),
+                                list(state), self.dynamic, sig[0])
         region = Region(joint, partition(joint))
         if config.log_enabled("aot"):
             bw = region.backward_graph
@@ -165,6 +167,26 @@ class CompiledFunction:
         self._entries.clear()
         self._warned.clear()
         self._watched = None
+
+
+@contextlib.contextmanager
+def _registries_kept(modules: list[Module]) -> Iterator[None]:
+    """A parameter or buffer re-assigned inside the trace would leave a fake tensor in the
+    module: put the originals back, and report it (the region then runs eagerly)."""
+    regs = [m.__dict__[r] for m in modules for r in ("_parameters", "_buffers")
+            if isinstance(m.__dict__.get(r), dict)]
+    before = [dict(r) for r in regs]
+    try:
+        yield
+    finally:
+        changed = [k for r, b in zip(regs, before) for k in set(r) | set(b)
+                   if r.get(k) is not b.get(k)]
+        for r, b in zip(regs, before):
+            r.clear()
+            r.update(b)
+    if changed:
+        raise NotTraceable(f"the region assigns module state ({', '.join(sorted(changed))}) "
+                           "instead of writing it in place")
 
 
 def _referenced(fn: Callable) -> list[Any]:
@@ -225,9 +247,13 @@ class OptimizedModule(Module):
         return self._compiled(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("_orig_mod", "_modules", "_parameters", "_compiled"):
-            raise AttributeError(name)
-        return getattr(self._orig_mod, name)
+        try:
+            return super().__getattr__(name)  # the registries (``_orig_mod`` is a child)
+        except AttributeError:
+            if name.startswith("__") or "_modules" not in self.__dict__ or \
+                    "_orig_mod" not in self.__dict__["_modules"]:
+                raise
+        return getattr(self.__dict__["_modules"]["_orig_mod"], name)
 
     def named_parameters(self, *args: Any, **kwargs: Any) -> Any:
         return self._orig_mod.named_parameters(*args, **kwargs)
