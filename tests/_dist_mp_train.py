@@ -77,7 +77,7 @@ def train_with_sampler(rank: int, world: int) -> dict:
     ddp = DDP(model)
     opt_solo = acg.optim.SGD(solo.parameters(), lr=0.1)
     opt = acg.optim.SGD(model.parameters(), lr=0.1)
-    steps = 0
+    steps, losses = 0, []
     for epoch in range(2):
         sampler = DistributedSampler(dataset)
         sampler.set_epoch(epoch)
@@ -85,18 +85,21 @@ def train_with_sampler(rank: int, world: int) -> dict:
         every = [sampler_batches(dataset, world, r, epoch) for r in range(world)]
         for step, (x, y) in enumerate(loader):
             opt.zero_grad()
-            F.mse_loss(ddp(x), dist.shard(y, ddp.mesh)).backward()
+            loss = F.mse_loss(ddp(x), dist.shard(y, ddp.mesh))
+            loss.backward()
             opt.step()
             rows = [i for batches in every for i in batches[step]]  # the global batch
             opt_solo.zero_grad()
-            F.mse_loss(solo(acg.tensor(xs[rows])), acg.tensor(ys[rows])).backward()
+            solo_loss = F.mse_loss(solo(acg.tensor(xs[rows])), acg.tensor(ys[rows]))
+            solo_loss.backward()
+            losses.append(abs(loss.item() - solo_loss.item()))  # a replicated scalar reads
             opt_solo.step()
             steps += 1
     diff = max(float(np.max(np.abs(p.numpy() - q.numpy())))
                for p, q in zip(model.parameters(), solo.parameters()))
     moved = max(float(np.max(np.abs(p.numpy() - q.numpy())))
                 for p, q in zip(model.parameters(), make_model(0).parameters()))
-    return dict(diff=diff, steps=steps, moved=moved)
+    return dict(diff=diff, steps=steps, moved=moved, loss=max(losses))
 
 
 def train(rank: int, world: int) -> dict:

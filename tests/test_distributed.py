@@ -37,6 +37,9 @@ def test_init_needs_a_coordinator_for_several_processes():
         dist.init(num_processes=2, process_id=0)
     with pytest.raises(ValueError, match="process_id"):
         dist.init("localhost:1", num_processes=2, process_id=5)
+    acg.ones(1).sum().item()  # jax's runtime is running in this process now
+    with pytest.raises(RuntimeError, match="before any tensor"):
+        dist.init("localhost:1", num_processes=2, process_id=1)
     assert not dist.is_initialized()
 
 
@@ -67,3 +70,6 @@ def test_placement_on_eight_devices_survives_eager_ops():
         assert specs[name] == "8:[]", (name, specs[name])
     assert "size 10 of dim 0" in r["error"] and "mesh(data=8)" in r["error"]
     assert r["metric"] == [1.0, 5.0]
+    assert r["same"]
+    # a batch that does not divide over the mesh, through DDP's forward
+    assert "size 12 of dim 0" in r["ddp_error"] and "8 devices of mesh(data=8)" in r["ddp_error"]

@@ -46,7 +46,7 @@ def test_two_processes_train_like_one_process_on_the_global_batch():
             assert r[mode]["replicated"] and r[mode]["devices"] == [4]
         # DistributedSampler's shares make up the global batch: 2 epochs x 2 steps
         assert r["sampler"]["steps"] == 4 and r["sampler"]["moved"] > 1e-3
-        assert r["sampler"]["diff"] < TOL
+        assert r["sampler"]["diff"] < TOL and r["sampler"]["loss"] < TOL
         assert r["all_reduce"] == [3.0, -1.0] and r["all_reduce_max"] == [1.0]
         assert "parameter '0.weight' has shape (6, 4) on rank 1 but (8, 4) on rank 0" \
             in r["mismatch"]
