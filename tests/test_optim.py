@@ -6,7 +6,6 @@ backward in all three execution modes.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
