@@ -448,3 +448,16 @@ def test_compiled_backward_hooks_reuse_one_capture():
             lin(acg.randn(batch, 3, requires_grad=True)).sum().backward()
     assert seen == [(2, 3)] * 3
     assert acg.compiled_autograd.counters["captures"] == 1
+
+
+def test_deepcopy_gives_independent_parameters_and_keeps_ties():
+    import copy
+    net = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+    net[1].weight = net[0].weight
+    clone = copy.deepcopy(net)
+    assert isinstance(clone[0].weight, nn.Parameter) and clone[0].weight is not net[0].weight
+    assert clone[1].weight is clone[0].weight  # the tie survives the copy
+    assert_close(clone[0].weight.numpy(), net[0].weight.numpy())
+    with acg.no_grad():
+        clone[0].weight.fill_(0.0)
+    assert net[0].weight.numpy().any()
