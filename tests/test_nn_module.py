@@ -461,3 +461,15 @@ def test_deepcopy_gives_independent_parameters_and_keeps_ties():
     with acg.no_grad():
         clone[0].weight.fill_(0.0)
     assert net[0].weight.numpy().any()
+
+
+def test_state_dict_round_trips_through_a_checkpoint(tmp_path):
+    src = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    src(acg.randn(4, 2))  # move the running statistics off their initial values
+    acg.save(src.state_dict(), tmp_path / "ck.pt")
+    dst = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    assert repr(dst.load_state_dict(acg.load(tmp_path / "ck.pt"))) == \
+        "<All keys matched successfully>"
+    for (k, a), (_, b) in zip(src.state_dict().items(), dst.state_dict().items()):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
