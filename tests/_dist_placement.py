@@ -34,6 +34,12 @@ def main() -> None:
         error = None
     except ValueError as e:
         error = str(e)
+    inplace = dist.shard(acg.ones(8, 2), mesh)
+    with acg.no_grad():
+        for step in (lambda: inplace.copy_(acg.zeros(8, 2)), lambda: inplace.add_(acg.ones(2)),
+                     lambda: inplace.zero_()):
+            step()
+            specs[f"inplace{len(specs)}"] = spec(inplace)
     again = dist.shard(x, mesh)  # already placed: the same tensor back
     ddp = acg.nn.parallel.DistributedDataParallel(acg.nn.Linear(2, 1), mesh)
     try:

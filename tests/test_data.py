@@ -240,6 +240,20 @@ def test_distributed_sampler_epochs_and_errors():
             DistributedSampler(range(4))
 
 
+def test_distributed_sampler_reads_rank_and_world_size_from_acg_distributed(monkeypatch):
+    dist = acg.distributed
+    if not dist.is_initialized():
+        dist.init()  # one process: world size 1, rank 0
+        try:
+            assert list(DistributedSampler(range(5), shuffle=False)) == [0, 1, 2, 3, 4]
+        finally:
+            dist.destroy_process_group()
+    monkeypatch.setattr(dist, "get_world_size", lambda group=None: 3)
+    monkeypatch.setattr(dist, "get_rank", lambda group=None: 1)
+    s = DistributedSampler(range(7), shuffle=False)
+    assert (s.num_replicas, s.rank, list(s)) == (3, 1, [1, 4, 0])
+
+
 def test_training_loop_over_a_loader(mode):
     """SGD over shuffled mini-batches from the loader equals the same loop on numpy batches."""
     x, _ = _xy(8)

@@ -64,7 +64,9 @@ def test_placement_on_eight_devices_survives_eager_ops():
     np.testing.assert_array_equal(np.asarray(r["x"]), np.asarray(r["xn"], np.float32))
     specs = r["specs"]
     sharded = "8:['data', None]"
-    for name in ("x", "y", "ones_like", "zeros_like", "full_like", "scalar", "mixed"):
+    inplace = [n for n in specs if n.startswith("inplace")]  # copy_, add_, zero_
+    assert len(inplace) == 3
+    for name in ("x", "y", "ones_like", "zeros_like", "full_like", "scalar", "mixed", *inplace):
         assert specs[name] == sharded, (name, specs[name])
     for name in ("w", "w.grad", "loss"):
         assert specs[name] == "8:[]", (name, specs[name])

@@ -229,3 +229,216 @@ def test_regression_losses(mode):
     assert out.item() == pytest.approx(((a - b) ** 2).mean(), rel=1e-12)
     out = check_layer_grads(nn.MSELoss(reduction="none"), [a, b], mode)
     assert_close(out.numpy(), (a - b) ** 2, rtol=1e-12)
+
+
+# -- Embedding -------------------------------------------------------------------------------
+def test_embedding(mode):
+    acg.manual_seed(0)
+    emb = nn.Embedding(6, 3, padding_idx=-2)
+    assert emb.padding_idx == 4 and np.all(emb.weight.numpy()[4] == 0)
+    assert repr(emb) == "Embedding(6, 3, padding_idx=4)"
+    idx = np.array([[0, 4, 2], [2, 5, 4]])
+    out = check_layer_grads(nn.Embedding(6, 3), [idx], mode)  # padding rows get no gradient
+    assert out.shape == (2, 3, 3)
+    assert_close(emb(acg.tensor(idx)).numpy(), emb.weight.numpy()[idx])
+    emb.zero_grad()
+    with mode():
+        emb(acg.tensor(idx)).sum().backward()
+    g = emb.weight.grad.numpy()
+    assert np.all(g[4] == 0) and g[2].tolist() == [2.0, 2.0, 2.0] and np.all(g[1] == 0)
+    big = nn.Embedding(1000, 200)
+    assert big.weight.numpy().std() == pytest.approx(1.0, rel=0.02)  # N(0, 1)
+    frozen = nn.Embedding.from_pretrained(acg.tensor(_x(4, 2)))
+    assert not frozen.weight.requires_grad and frozen.weight.shape == (4, 2)
+
+
+# -- convolution and pooling -----------------------------------------------------------------
+def _conv_ref(x, w, b, stride, padding, dilation, groups):
+    """Direct N-d cross-correlation (the definition), x [N, C, *S], w [O, C/g, *K]."""
+    n, c = x.shape[:2]
+    o, cg = w.shape[:2]
+    nd = x.ndim - 2
+    x = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in padding])
+    span = [dilation[i] * (w.shape[2 + i] - 1) + 1 for i in range(nd)]
+    out_sz = [(x.shape[2 + i] - span[i]) // stride[i] + 1 for i in range(nd)]
+    out = np.zeros((n, o, *out_sz))
+    for pos in np.ndindex(*out_sz):
+        sl = tuple(slice(pos[i] * stride[i], pos[i] * stride[i] + span[i], dilation[i])
+                   for i in range(nd))
+        for oc in range(o):
+            grp = oc // (o // groups)
+            patch = x[(slice(None), slice(grp * cg, (grp + 1) * cg)) + sl]
+            out[(slice(None), oc) + pos] = (patch * w[oc]).reshape(n, -1).sum(1)
+    return out + (0 if b is None else b.reshape(1, -1, *[1] * nd))
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"stride": 2, "padding": 1},
+                                    {"dilation": 2, "groups": 2, "bias": False}])
+def test_conv2d(kwargs, mode):
+    conv = nn.Conv2d(2, 4, 3, **kwargs)
+    x = _x(2, 2, 6, 6)
+    out = check_layer_grads(conv, [x], mode)
+    n = 2
+    ref = _conv_ref(x, conv.weight.numpy(), None if conv.bias is None else conv.bias.numpy(),
+                    conv.stride, conv.padding, conv.dilation, conv.groups)
+    assert conv.stride == (kwargs.get("stride", 1),) * n
+    assert_close(out.numpy(), ref, rtol=1e-10)
+
+
+def test_conv1d_and_init(mode):
+    conv = nn.Conv1d(3, 2, 2, stride=2, padding="valid")
+    x = _x(2, 3, 7)
+    out = check_layer_grads(conv, [x], mode)
+    ref = _conv_ref(x, conv.weight.numpy(), conv.bias.numpy(), (2,), (0,), (1,), 1)
+    assert_close(out.numpy(), ref, rtol=1e-10)
+    same = nn.Conv1d(3, 2, 3, padding="same")
+    assert same(acg.randn(1, 3, 9)).shape == (1, 2, 9)
+    big = nn.Conv2d(16, 32, 5)
+    bound = 1 / math.sqrt(16 * 25)  # kaiming_uniform_(a=sqrt(5)) and the bias both give this
+    for p in (big.weight, big.bias):
+        assert np.abs(p.numpy()).max() <= bound
+    assert big.weight.numpy().std() == pytest.approx(bound / math.sqrt(3), rel=0.03)
+    assert repr(nn.Conv2d(3, 8, 3, padding=1, groups=1, bias=False)) == (
+        "Conv2d(3, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=False)")
+    with pytest.raises(ValueError, match="in_channels must be divisible by groups"):
+        nn.Conv2d(3, 4, 3, groups=2)
+    with pytest.raises(ValueError, match="padding='same' is not supported for strided"):
+        nn.Conv2d(2, 2, 3, stride=2, padding="same")
+
+
+def _pool_ref(x, k, s, p, reduce, pad_value):
+    x = np.pad(x, [(0, 0), (0, 0), (p, p), (p, p)], constant_values=pad_value)
+    h, w = (x.shape[2] - k) // s + 1, (x.shape[3] - k) // s + 1
+    out = np.zeros(x.shape[:2] + (h, w))
+    for i, j in np.ndindex(h, w):
+        out[:, :, i, j] = reduce(x[:, :, i * s:i * s + k, j * s:j * s + k], axis=(2, 3))
+    return out
+
+
+def test_pooling_layers(mode):
+    x = _x(2, 3, 7, 7)
+    mp = nn.MaxPool2d(3, stride=2, padding=1)
+    out = check_layer_grads(mp, [x], mode)
+    assert_close(out.numpy(), _pool_ref(x, 3, 2, 1, np.max, -np.inf))
+    ap = nn.AvgPool2d(2)
+    out = check_layer_grads(ap, [x], mode)
+    assert_close(out.numpy(), _pool_ref(x, 2, 2, 0, np.mean, 0.0), rtol=1e-12)
+    aap = nn.AdaptiveAvgPool2d((3, 2))
+    out = check_layer_grads(aap, [x], mode)
+    ref = np.zeros((2, 3, 3, 2))
+    for i, j in np.ndindex(3, 2):  # PyTorch's bins: [floor(i*H/o), ceil((i+1)*H/o))
+        r0, r1 = i * 7 // 3, -(-(i + 1) * 7 // 3)
+        c0, c1 = j * 7 // 2, -(-(j + 1) * 7 // 2)
+        ref[:, :, i, j] = x[:, :, r0:r1, c0:c1].mean((2, 3))
+    assert_close(out.numpy(), ref, rtol=1e-12)
+    assert repr(aap) == "AdaptiveAvgPool2d(output_size=(3, 2))"
+
+
+# -- batch norm ------------------------------------------------------------------------------
+def test_batch_norm_training_and_running_stats(mode):
+    bn = nn.BatchNorm2d(3, momentum=0.2)
+    assert [n for n, _ in bn.named_buffers()] == ["running_mean", "running_var",
+                                                  "num_batches_tracked"]
+    x = _x(4, 3, 2, 2) * 2 + 1
+    out = check_layer_grads(bn, [x], mode)  # forward runs twice per perturbation: stats drift
+    mean, var = x.mean((0, 2, 3)), x.var((0, 2, 3))
+    ref = (x - mean[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-5)
+    assert_close(out.numpy(), ref, rtol=1e-8)
+    bn = nn.BatchNorm2d(3, momentum=0.2).double()
+    bn(acg.tensor(x))
+    assert_close(bn.running_mean.numpy(), 0.2 * mean, rtol=1e-10)
+    assert_close(bn.running_var.numpy(), 0.8 + 0.2 * x.var((0, 2, 3), ddof=1), rtol=1e-10)
+    assert bn.num_batches_tracked.item() == 1 and bn.num_batches_tracked.dtype == np.int64
+    bn.eval()
+    out = bn(acg.tensor(x)).numpy()
+    rm, rv = bn.running_mean.numpy(), bn.running_var.numpy()
+    assert_close(out, (x - rm[None, :, None, None]) / np.sqrt(rv[None, :, None, None] + 1e-5))
+    assert bn.num_batches_tracked.item() == 1  # eval leaves the statistics alone
+
+
+def test_batch_norm_cumulative_average_and_options():
+    bn = nn.BatchNorm1d(2, momentum=None).double()
+    batches = [_x(5, 2) + i for i in range(3)]
+    for b in batches:
+        bn(acg.tensor(b))
+    assert_close(bn.running_mean.numpy(), np.mean([b.mean(0) for b in batches], 0), rtol=1e-10)
+    assert bn.num_batches_tracked.item() == 3
+    plain = nn.BatchNorm1d(2, affine=False, track_running_stats=False)
+    assert list(plain.parameters()) == [] and plain.running_mean is None
+    assert "running_mean" not in plain.state_dict()
+    y = plain.eval()(acg.tensor(_x(6, 2, 3)))  # no running stats: batch statistics in eval
+    assert_close(y.numpy().mean((0, 2)), [0, 0], atol=1e-6)
+    assert repr(nn.BatchNorm1d(4)) == ("BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, "
+                                       "track_running_stats=True)")
+    with pytest.raises(ValueError, match=r"expected 4D input \(got 3D input\)"):
+        nn.BatchNorm2d(2)(acg.zeros(2, 2, 2))
+
+
+# -- multi-head attention --------------------------------------------------------------------
+def _mha_ref(mha, q, k, v, mask=None, kpm=None):
+    """PyTorch's MultiheadAttention math in numpy; inputs [L, N, E]; returns (out, avg w)."""
+    e, h = mha.embed_dim, mha.num_heads
+    hd = e // h
+    w, b = mha.in_proj_weight.numpy(), mha.in_proj_bias.numpy()
+    qp, kp, vp = (t @ w[i * e:(i + 1) * e].T + b[i * e:(i + 1) * e]
+                  for i, t in enumerate((q, k, v)))
+    L, N, _ = q.shape
+    S = k.shape[0]
+    split = lambda t: t.reshape(t.shape[0], N, h, hd).transpose(1, 2, 0, 3)  # noqa: E731
+    scores = split(qp) @ split(kp).transpose(0, 1, 3, 2) / math.sqrt(hd)  # [N, H, L, S]
+    if mask is not None:
+        scores = np.where(mask, -np.inf, scores)
+    if kpm is not None:
+        scores = np.where(kpm[:, None, None, :], -np.inf, scores)
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    o = (p @ split(vp)).transpose(2, 0, 1, 3).reshape(L, N, e)
+    o = o @ mha.out_proj.weight.numpy().T + mha.out_proj.bias.numpy()
+    return o, p.mean(1)
+
+
+def test_multihead_attention_matches_reference(mode):
+    acg.manual_seed(0)
+    mha = nn.MultiheadAttention(4, 2).double()
+    with acg.no_grad():
+        mha.in_proj_bias.copy_(acg.tensor(_x(12)))
+    q, k = _x(3, 2, 4), _x(5, 2, 4)
+    mask = np.triu(np.ones((3, 5), bool), 3)
+    kpm = np.array([[False] * 4 + [True], [False] * 5])
+    out, weights = mha(acg.tensor(q), acg.tensor(k), acg.tensor(k), attn_mask=acg.tensor(mask),
+                       key_padding_mask=acg.tensor(kpm))
+    ref, ref_w = _mha_ref(mha, q, k, k, mask, kpm)
+    assert_close(out.numpy(), ref, rtol=1e-10)
+    assert_close(weights.numpy(), ref_w, rtol=1e-10)
+    fast, none = mha(acg.tensor(q), acg.tensor(k), acg.tensor(k), need_weights=False,
+                     attn_mask=acg.tensor(mask), key_padding_mask=acg.tensor(kpm))
+    assert none is None
+    assert_close(fast.numpy(), ref, rtol=1e-10)
+    self_attn = lambda x: mha(x, x, x)[0]  # noqa: E731
+    wrapper = nn.Module()
+    wrapper.mha = mha
+    wrapper.forward = self_attn
+    check_layer_grads(wrapper, [_x(3, 1, 4)], mode)
+
+
+def test_multihead_attention_batch_first_causal_and_init():
+    acg.manual_seed(1)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True)
+    assert [n for n, _ in mha.named_parameters()] == [
+        "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]
+    assert np.all(mha.in_proj_bias.numpy() == 0) and np.all(mha.out_proj.bias.numpy() == 0)
+    assert np.abs(mha.in_proj_weight.numpy()).max() <= math.sqrt(6 / (24 + 8))  # xavier
+    x = acg.randn(2, 5, 8)
+    causal = acg.tensor(np.triu(np.ones((5, 5), bool), 1))
+    out, w = mha(x, x, x, attn_mask=causal, is_causal=True, average_attn_weights=False)
+    assert out.shape == (2, 5, 8) and w.shape == (2, 2, 5, 5)
+    assert np.all(np.triu(w.numpy(), 1) == 0)
+    xt = x.transpose(0, 1)
+    ref, _ = _mha_ref(mha, xt.numpy(), xt.numpy(), xt.numpy(), causal.numpy())
+    assert_close(out.transpose(0, 1).numpy(), ref, rtol=1e-5, atol=1e-6)
+    unbatched, uw = mha(x[0], x[0], x[0])
+    assert unbatched.shape == (5, 8) and uw.shape == (5, 5)
+    with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
+        mha(x, x, x, is_causal=True)
+    with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
+        nn.MultiheadAttention(6, 4)

@@ -48,7 +48,8 @@ def _apply(rule: Rule, statics: tuple, params: tuple, grads: tuple, states: tupl
     new_params, new_states = [], []
     for opts, ps, gs, ss, h in zip(statics, params, grads, states, hypers):
         out = [rule(p, g, s, h, opts) for p, g, s in zip(ps, gs, ss)]
-        new_params.append(tuple(o[0] for o in out))
+        # a gradient of another dtype must not change the parameter's (PyTorch keeps it)
+        new_params.append(tuple(o[0].astype(p.dtype) for o, p in zip(out, ps)))
         new_states.append(tuple(o[1] for o in out))
     return tuple(new_params), tuple(new_states)
 
