@@ -331,7 +331,7 @@ def test_step_time_report(capsys):
     args = (type(opt)._rule, (opt._static(g),), (tuple(p._data for p in params),),
             (tuple(p._grad._data for p in params),),
             (tuple({k: v._data for k, v in opt.state[p].items()} for p in params),),
-            (opt._hyperparameters(g),))
+            (opt._hyperparameters(0, g),))
     step = median(lambda: opt.step())
     floor = median(lambda: _apply(*args))
     assert step < floor + 2e-3  # the Python bookkeeping stays a small part of the step
