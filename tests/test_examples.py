@@ -54,3 +54,20 @@ def test_cnn_batch_norm_statistics_and_accuracy():
     assert result["buffers"]["bn1.num_batches_tracked"] == STEPS["cnn"]
     assert np.abs(result["buffers"]["bn1.running_mean"]).sum() > 0
     assert result["accuracy"] > 0.5  # four classes: chance is 0.25
+
+
+def test_gpt_sampling_top_k_one_is_greedy():
+    import autograd_compile as acg
+    result = _eager("gpt")
+    model, data = result["model"].eval(), result["data"]
+    acg.manual_seed(0)
+    text = gpt.sample(model, data, "The ", n=12, top_k=1)
+    idx = data.encode("The ")
+    with acg.no_grad():  # greedy decoding by hand: argmax of the last position's logits
+        for _ in range(12):
+            logits, _ = model(acg.tensor([idx[-model.config.block_size:]]))
+            idx.append(int(np.argmax(logits.numpy()[0, -1])))
+    assert text == data.decode(idx)
+    acg.manual_seed(1)
+    sampled = gpt.sample(model, data, "The ", n=30, temperature=1.5, top_k=5)
+    assert sampled.startswith("The ") and len(sampled) == 34 and set(sampled) <= set(data.chars)

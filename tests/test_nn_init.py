@@ -114,3 +114,18 @@ def test_global_seed_makes_init_reproducible():
     acg.manual_seed(7)
     for p, q in zip(nn.Linear(5, 4).parameters(), first):
         np.testing.assert_array_equal(p.numpy(), q)
+
+
+def test_generator_draws_are_reproducible_and_leave_the_global_stream():
+    g = acg.Generator().manual_seed(3)
+    acg.manual_seed(0)
+    expected_global = acg.rand(4).numpy()
+    acg.manual_seed(0)
+    first = [fn(acg.zeros(6, 5), generator=g).numpy()
+             for fn in (init.normal_, init.uniform_, init.kaiming_uniform_, init.trunc_normal_)]
+    np.testing.assert_array_equal(acg.rand(4).numpy(), expected_global)  # global untouched
+    g.manual_seed(3)
+    again = [fn(acg.zeros(6, 5), generator=g).numpy()
+             for fn in (init.normal_, init.uniform_, init.kaiming_uniform_, init.trunc_normal_)]
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)

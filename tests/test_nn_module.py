@@ -473,3 +473,13 @@ def test_state_dict_round_trips_through_a_checkpoint(tmp_path):
     for (k, a), (_, b) in zip(src.state_dict().items(), dst.state_dict().items()):
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_to_device_keeps_parameter_objects():
+    net = Net()
+    params = list(net.parameters())
+    cpu = acg.device("cpu")
+    assert net.to(cpu) is net and net.to("cpu", acg.float64) is net
+    assert [id(p) for p in net.parameters()] == [id(p) for p in params]
+    assert all(p.device == cpu and p.dtype == np.float64 for p in params)
+    assert net.cpu().block.steps.dtype == np.float64
