@@ -143,3 +143,17 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     keep = _api.rand(list(input.shape), dtype=input.dtype) >= p
     scale = keep.to(input.dtype) * (1.0 / (1.0 - p))
     return input.mul_(scale) if inplace else input * scale
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot encoding along a new last dim (``num_classes=-1``: max + 1, eager only).
+
+    >>> import autograd_compile as acg
+    >>> acg.nn.functional.one_hot(acg.tensor([1, 0]), 3).tolist()
+    [[0, 1, 0], [1, 0, 0]]
+    """
+    from ..kernels.api_select import one_hot as _one_hot
+    return _one_hot(tensor, num_classes)
+
+
+__all__ += ["one_hot"]
