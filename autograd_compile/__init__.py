@@ -36,6 +36,9 @@ from .kernels.random import Generator, default_generator  # noqa: E402
 from . import cuda  # noqa: E402
 int, float = int32, float32  # noqa: A001,F405  (PyTorch's aliases; here, not in kernels.api)
 
-from . import nn, optim  # noqa: E402
+from . import nn, optim, utils  # noqa: E402
 from . import backends, compiled_autograd  # noqa: E402
+from . import distributed  # noqa: E402
+from .nn import parallel as _nn_parallel  # noqa: E402,F401  (acg.nn.parallel)
 from .proxy_tensor import make_fx  # noqa: E402
+from .serialization import load, save  # noqa: E402

@@ -13,7 +13,7 @@ def main(argv: list[str]) -> int:
         from .demo import main as demo
         return demo(rest)
     if command == "bench":
-        from benchmarks.run import main as bench  # the suite lives in benchmarks/
+        from .benchmarks.run import main as bench  # benchmarks/, installed here
         return bench(rest)
     print(f"unknown command {command!r}; expected 'demo' or 'bench'", file=sys.stderr)
     return 2

@@ -95,8 +95,9 @@ class enable:
 
     def __exit__(self, *exc: object) -> None:
         if not _STATE.stack or _STATE.stack[-1] is not self:
-            raise RuntimeError("compiled_autograd contexts must exit in the reverse order they "
-                               "were entered")
+            raise RuntimeError("Nested Compiled Autograd Contexts must return before their "
+                               "parent context (compiled_autograd contexts must exit in the "
+                               "reverse order they were entered)")
         _STATE.stack.pop()
 
 
@@ -201,8 +202,9 @@ class Collected:
                 col.accumulate_node(node)
             else:
                 visit_node(node, col)
-            key.append(tuple([ids.get(n, -1) if n is not None else -2 for n, _ in
-                              node.next_edges]))
+            # which node and which of its output slots each edge feeds (slot 0: id alone)
+            key.append(tuple([-2 if n is None else ids.get(n, -1) if s == 0 else
+                              (ids.get(n, -1), s) for n, s in node.next_edges]))
             h = hooks.get(node)
             if h:
                 self.plans[node] = HookPlan(h, col, self.hooks)

@@ -25,7 +25,8 @@ from .autograd.node import AccumulateGrad, GraphRoot, Node, TensorMeta
 from .autograd.saved import UNPACK_OVERRIDE, SavedVariable
 from .compiled_nodes import Collector, NotCapturable, visit_node
 from .compiled_runtime import (accumulate_grad, call_post_acc_hook, call_post_hook,
-                               call_pre_hook, call_tensor_pre_hook, picker, retain_grad)
+                               call_pre_hook, call_stolen_post_hook, call_tensor_pre_hook,
+                               picker, retain_grad)
 from .dispatch.keys import TLS
 from .fake import FakeTensor, FakeTensorMode
 from .fx import GraphModule, Proxy
@@ -227,7 +228,7 @@ class AutogradCompilerInstance:
     def _p(self, t: Tensor | None) -> Any:
         return None if t is None else fetch_tensor_proxy(self.tracer, t)
 
-    def tensor_pre_hook(self, ref: tuple[str, Any], g: Tensor) -> Tensor:
+    def tensor_pre_hook(self, ref: tuple[str, Any], g: Tensor | None) -> Tensor | None:
         kind, hook = ref
         if kind == "pure":
             new = hook(g)
@@ -235,8 +236,8 @@ class AutogradCompilerInstance:
                 return g
             check_hook_result(hook, g, new)
             return new
-        return self._fresh(g, self._call(call_tensor_pre_hook, self._item("hooks", hook),
-                                         self._p(g)))
+        proxy = self._call(call_tensor_pre_hook, self._item("hooks", hook), self._p(g))
+        return None if g is None else self._fresh(g, proxy)  # a None stays None (or raises)
 
     def pre_hook(self, ref: tuple[str, Any], grads: list) -> list:
         kind, hook = ref
@@ -263,27 +264,43 @@ class AutogradCompilerInstance:
     # -- the walk ------------------------------------------------------------------------
     def capture_node(self, task: GraphTask, node: Node, grads: list) -> list | None:
         """The engine's call_node, recording hooks and running formulas on fakes."""
-        if grads and all(g is None for g in grads):
-            return [None] * len(node.next_edges)
         plan = self.collected.plan(node)
         for slot, ref in plan.tensor_pre:
-            if grads[slot] is not None:
-                grads[slot] = self.tensor_pre_hook(ref, grads[slot])
+            grads[slot] = self.tensor_pre_hook(ref, grads[slot] if slot < len(grads) else None)
         for slot, leaf in plan.retained:
             if grads[slot] is not None:
                 self.write(retain_grad, leaf, grads[slot])
         if task.capture_at and engine._capture(task, node, grads, write=self._input_writer()):
+            if task.accumulate:  # as eager: the input's node pre-hooks still run
+                for ref in plan.pre:
+                    grads = self.pre_hook(ref, grads)
             return None
         for ref in plan.pre:
             grads = self.pre_hook(ref, grads)
-        outs = self.apply_node(node, self.replayed[node], grads, plan)
+        if grads and all(g is None for g in grads):
+            outs: list = [None] * len(node.next_edges)
+        else:
+            outs = self.apply_node(node, self.replayed[node], grads, plan)
+        stolen = self._stolen_leaf(task, node, grads)
         for ref in plan.post:
-            outs = self.post_hook(ref, outs, grads)
+            if stolen is not None and ref[0] == "opaque":  # sees .grad itself, as eager
+                self._call(call_stolen_post_hook, self._item("hooks", ref[1]),
+                           self._item("leaves", stolen))
+            else:
+                outs = self.post_hook(ref, outs, grads)
         # gradients for nodes this backward does not run (backward(inputs=)) are dropped
         outs = [None if n is not None and n not in self.replayed else g
                 for (n, _), g in zip(node.next_edges, outs)] \
             if len(outs) == len(node.next_edges) else outs
         return validate_outputs(node, outs, lambda n: self.replayed[n].metas)
+
+    def _stolen_leaf(self, task: GraphTask, node: Node, grads: list) -> int | None:
+        """The leaf whose ``.grad`` becomes this AccumulateGrad's incoming gradient (it had
+        none, no graph is built): its post-hooks see ``.grad`` itself. Else None."""
+        if not isinstance(node, AccumulateGrad) or task.create_graph or grads[0] is None or \
+                node.variable._grad is not None:
+            return None
+        return self.replayed[node].extra
 
     def _input_writer(self) -> Callable[[Tensor, Tensor], None]:
         ids = self.collected.col._leaf_ids

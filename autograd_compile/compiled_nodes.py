@@ -107,7 +107,7 @@ def _liftable(value: Any) -> bool:
 
 def visit_function_node(node: BackwardCFunction, v: Any) -> NodeState:
     v.const((BackwardCFunction, node.fn_cls, node.materialize_grads, node._arg_is_tensor,
-             node.needs_input_grad))
+             node._out_is_tensor, node.needs_input_grad))
     saved = [None if s is None else v.saved(s, node) for s in getattr(node, "_saved", ())]
     attrs = {}
     for name in sorted(k for k in vars(node) if not k.startswith("_") and k not in _CTX_INTERNAL):

@@ -45,6 +45,13 @@ def call_post_hook(hook: Callable, grad_inputs: tuple, grad_outputs: tuple) -> t
 
 
 @_impure
+def call_stolen_post_hook(hook: Callable, leaf: Tensor) -> None:
+    """An AccumulateGrad post-hook where ``.grad`` took the incoming gradient: the hook's
+    ``grad_outputs`` is ``(leaf.grad,)``, so it sees what post-accumulate hooks did to it."""
+    run_post_hooks([hook], [], [leaf.grad])
+
+
+@_impure
 def call_post_acc_hook(hook: Callable, leaf: Tensor) -> None:
     """A post-accumulate-grad hook, after ``leaf.grad`` was written."""
     run_post_acc_hooks(leaf, [hook])
@@ -78,7 +85,8 @@ def picker(keys: list) -> Callable[[Any], tuple]:
 
 
 # the kinds of graph node the JAX backend must run on the host, in Python
-HOST_CALLS = frozenset({call_tensor_pre_hook, call_pre_hook, call_post_hook, call_post_acc_hook})
+HOST_CALLS = frozenset({call_tensor_pre_hook, call_pre_hook, call_post_hook, call_post_acc_hook,
+                        call_stolen_post_hook})
 WRITES = frozenset({accumulate_grad, retain_grad})
 
 

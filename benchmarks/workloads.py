@@ -1,5 +1,6 @@
-"""The benchmark workloads: a model written once against :class:`~benchmarks.frameworks.Ops`,
-its parameters and inputs as float32 numpy arrays from a fixed seed.
+"""The benchmark workloads: a model written once against
+:class:`~autograd_compile.benchmarks.frameworks.Ops`, its parameters and inputs as
+float32 numpy arrays from a fixed seed.
 
 >>> w = build("mlp_small", smoke=True)
 >>> sorted(w.params)[:2], w.inputs["x"].shape

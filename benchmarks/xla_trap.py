@@ -3,7 +3,8 @@
 On jaxlib's CPU backend a chain of matmuls that ends in a reduction can be fused
 into one much slower kernel; the flag keeps reductions out of those fusions.
 XLA_FLAGS are read once per process, so each setting runs in its own subprocess
-(``python -m benchmarks.xla_trap OUT [bench args]``), alternated ``rounds`` times;
+(``python -m autograd_compile.benchmarks.xla_trap OUT [bench args]``), alternated
+``rounds`` times;
 samples of the same setting are pooled. Each child measures the ``mlp`` workload's
 backward (acg-compiled, jax-floor) through the normal bench CLI, plus the jitted
 JAX *forward* loss, where the matmul chain does end in a reduction (the mean).
@@ -32,7 +33,6 @@ TRAP_FLAG = "--xla_cpu_experimental_ynn_fusion_type=-reduce"
 TRAP_SYSTEMS = ("acg-compiled", "jax-floor")
 FORWARD = "jax-forward-jit"  # the forward loss, jitted: not a backward
 SETTINGS = (("default", False), ("ynn_no_reduce", True))
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def with_trap_flag(xla_flags: str, on: bool) -> str:
@@ -74,8 +74,8 @@ def _run_child(flag_on: bool, argv: list[str]) -> dict[str, Any]:
     env = dict(os.environ, XLA_FLAGS=with_trap_flag(os.environ.get("XLA_FLAGS", ""), flag_on))
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "trap.json")
-        cmd = [sys.executable, "-m", "benchmarks.xla_trap", out, *argv]
-        proc = subprocess.run(cmd, env=env, cwd=REPO_ROOT, capture_output=True, text=True)
+        cmd = [sys.executable, "-m", "autograd_compile.benchmarks.xla_trap", out, *argv]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"xla-trap subprocess failed ({' '.join(cmd)}):\n"
                                f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")

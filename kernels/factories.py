@@ -48,15 +48,16 @@ full = defop("full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None) 
              lambda size, v, dtype=None: jnp.full(tuple(size), v, _filled(v, dtype)),
              shape=lambda size, v, dtype=None: TensorMeta(tuple(size), _filled(v, dtype)),
              backward=NONDIFF)
+# *_like run unjitted: jnp's *_like keep the input's sharding (a jitted one would not)
 zeros_like = defop("zeros_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
-                   lambda x, dtype=None: jnp.zeros(x.shape, _dtype(dtype, x.dtype)),
-                   shape=_like, backward=NONDIFF)
+                   lambda x, dtype=None: jnp.zeros_like(x, _dtype(dtype, x.dtype)),
+                   shape=_like, backward=NONDIFF, jit=False)
 ones_like = defop("ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
-                  lambda x, dtype=None: jnp.ones(x.shape, _dtype(dtype, x.dtype)),
-                  shape=_like, backward=NONDIFF)
+                  lambda x, dtype=None: jnp.ones_like(x, _dtype(dtype, x.dtype)),
+                  shape=_like, backward=NONDIFF, jit=False)
 full_like = defop("full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor",
-                  lambda x, v, dtype=None: jnp.full(x.shape, v, _dtype(dtype, x.dtype)),
-                  shape=_like, backward=NONDIFF)
+                  lambda x, v, dtype=None: jnp.full_like(x, v, _dtype(dtype, x.dtype)),
+                  shape=_like, backward=NONDIFF, jit=False)
 eye = defop("eye(SymInt n, SymInt? m=None, *, ScalarType? dtype=None) -> Tensor",
             lambda n, m=None, dtype=None: jnp.eye(n, n if m is None else m, dtype=_dtype(dtype)),
             shape=lambda n, m=None, dtype=None: TensorMeta((n, n if m is None else m),

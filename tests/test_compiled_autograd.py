@@ -179,7 +179,7 @@ def test_nested_enable_innermost_wins_and_must_exit_in_order():
     assert x.grad.tolist() == [5.0]
     outer.__enter__()
     inner.__enter__()
-    with pytest.raises(RuntimeError, match="reverse order"):
+    with pytest.raises(RuntimeError, match="Nested Compiled Autograd Contexts must return before their parent context"):
         outer.__exit__(None, None, None)
     inner.__exit__(None, None, None)
     outer.__exit__(None, None, None)

@@ -230,6 +230,14 @@ def _record_inplace(op: OpOverload, args: tuple, kwargs: dict, deriv: Derivative
     scratch.grad_fn = None
     _record(op, bound, scratch, deriv)
     if scratch.grad_fn is not None:
+        old_node, old_slot = target.grad_fn, target._output_nr
         target.grad_fn, target._output_nr, target._requires_grad = scratch.grad_fn, 0, True
-        target._retains_grad = False
+        if target._retains_grad:  # .grad is the gradient of the latest version (as PyTorch)
+            _move_retain_grad(target, old_node, old_slot)
     return out
+
+
+def _move_retain_grad(t: Tensor, old_node: Node | None, old_slot: int) -> None:
+    if old_node is not None and old_node._retained:
+        old_node._retained.pop(old_slot, None)
+    t.grad_fn._retain_grad_for(t._output_nr, t)

@@ -222,20 +222,25 @@ def _add(a: Tensor, b: Tensor) -> Tensor:
 
 
 def call_node(task: GraphTask, node: Node, grads: list[Tensor | None]) -> list | None:
-    """Hooks and the node itself, in PyTorch's order; None when the node is skipped."""
-    if grads and all(g is None for g in grads):
-        return [None] * len(node.next_edges)
+    """Hooks and the node itself, in PyTorch's order; None when the node is skipped.
+    A node reached with no gradient at all still runs its hooks (they see None)."""
     hooks = task.hooks.get(node, NO_HOOKS)
     run_tensor_pre_hooks(hooks.tensor_pre, grads)
     for slot, t in hooks.retained:
         if slot < len(grads) and grads[slot] is not None:
             accumulate_retained(t, grads[slot])
     if task.capture_at and _capture(task, node, grads):
+        if task.accumulate:  # backward(inputs=): the input's node pre-hooks still run
+            run_pre_hooks(hooks.pre, grads)
         return None
     grads = run_pre_hooks(hooks.pre, grads)
-    if isinstance(node, AccumulateGrad):
-        node.apply_with_hooks(grads, hooks.post_acc)
-        outs: list = []
+    if grads and all(g is None for g in grads):  # nothing to differentiate: hooks only
+        outs: list = [None] * len(node.next_edges)
+    elif isinstance(node, AccumulateGrad):
+        stolen = node.apply_with_hooks(grads, hooks.post_acc)
+        outs = []
+        if stolen is not None:  # .grad is now the incoming gradient itself (PyTorch steals it)
+            grads = [stolen]
     else:
         outs = node.apply(grads)
     task.executed.append(node)
@@ -272,21 +277,29 @@ def _capture(task: GraphTask, node: Node, grads: list,
 # -- hooks ------------------------------------------------------------------------------
 
 def run_tensor_pre_hooks(hooks: list[tuple[int, Callable]], grads: list[Tensor | None]) -> None:
+    """Tensor hooks in order; a gradient that is None is passed as None (PyTorch does)."""
     for slot, hook in hooks:
         g = grads[slot] if slot < len(grads) else None
-        if g is None:
-            continue
         new = hook(g)
         if new is not None:
             check_hook_result(hook, g, new)
             grads[slot] = new
 
 
-def check_hook_result(hook: Callable, old: Tensor, new: Any) -> None:
-    """A tensor hook may return a gradient of the same shape and dtype, or None."""
-    name = getattr(hook, "__name__", repr(hook))
+def _hook_name(hook: Callable) -> str:
+    return getattr(hook, "__name__", type(hook).__name__)
+
+
+def check_hook_result(hook: Callable, old: Tensor | None, new: Any) -> None:
+    """A hook may return a gradient of the same shape and dtype, or None (PyTorch's
+    ``check_single_result``; our context follows PyTorch's words)."""
+    name = _hook_name(hook)
+    if old is None:
+        raise RuntimeError(f"can't replace a None gradient with a non-None value (hook "
+                           f"'{name}' returned {type(new).__name__} for a gradient that is None)")
     if not isinstance(new, Tensor):
-        raise TypeError(f"expected Tensor or None (got {type(new).__name__}) from hook '{name}'")
+        raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}' (hook "
+                        f"'{name}' must return a Tensor or None)")
     if not shapes_equal(new.shape, old.shape):
         raise RuntimeError(f"hook '{name}' has changed the size of value: was "
                            f"{shape_list(old.shape)}, got {shape_list(new.shape)}")
@@ -299,7 +312,7 @@ def run_pre_hooks(hooks: list[Callable], grads: list) -> list:
     for hook in hooks:
         new = hook(tuple(grads))
         if new is not None:
-            grads = _check_tuple(hook, new, len(grads), "pre-hook")
+            grads = _check_tuple(hook, new, grads, "pre-hook")
     return grads
 
 
@@ -307,45 +320,57 @@ def run_post_hooks(hooks: list[Callable], outs: list, grads: list) -> list:
     for hook in hooks:
         new = hook(tuple(outs), tuple(grads))
         if new is not None:
-            outs = _check_tuple(hook, new, len(outs), "hook")
+            outs = _check_tuple(hook, new, outs, "post-hook")
     return outs
 
 
-def _check_tuple(hook: Callable, value: Any, expected: int, kind: str) -> list:
-    name = getattr(hook, "__name__", repr(hook))
+def _check_tuple(hook: Callable, value: Any, old: list, kind: str) -> list:
+    """PyTorch's ``check_result``: a tuple of the same length, each item checked."""
+    name = _hook_name(hook)
     if not isinstance(value, (tuple, list)):
-        raise TypeError(f"expected tuple, but {kind} '{name}' returned '{type(value).__name__}'")
-    if len(value) != expected:
-        raise RuntimeError(f"{kind} '{name}' has returned an incorrect number of values (got "
-                           f"{len(value)}, but expected {expected})")
-    return list(value)
+        raise TypeError(f"expected tuple, but hook returned '{type(value).__name__}' ({kind} "
+                        f"'{name}')")
+    if len(value) != len(old):
+        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got "
+                           f"{len(value)}, but expected {len(old)}) ({kind})")
+    for o, v in zip(old, value):
+        if v is not None:
+            check_hook_result(hook, o, v)
+    return [v if v is not None else o for o, v in zip(old, value)]
+
+
+POST_ACC_RETURNED = "Tensor post accumulate grad hooks should return None."
 
 
 def run_post_acc_hooks(variable: Tensor, hooks: list[Callable]) -> None:
     for hook in hooks:
         result = hook(variable)
         if result is not None:
-            raise RuntimeError("post accumulate grad hooks cannot return a value, got "
-                               f"{type(result).__name__}")
+            raise RuntimeError(f"{POST_ACC_RETURNED} (hook '{_hook_name(hook)}' returned "
+                               f"{type(result).__name__})")
 
 
 # -- writing gradients ----------------------------------------------------------------
 
-def accumulate_into_grad(variable: Tensor, g: Tensor) -> None:
-    """``.grad = g`` the first time, else add (in place unless building a graph)."""
+def accumulate_into_grad(variable: Tensor, g: Tensor) -> Tensor | None:
+    """``.grad = g`` the first time, else add (in place unless building a graph).
+    Returns the new ``.grad`` when it took the incoming gradient (PyTorch "steals" it:
+    AccumulateGrad's post-hooks then see ``.grad`` itself), else None."""
     if not STATE.create_graph:
-        g = g.detach()
+        g = g.detach()  # a fresh object over the same (immutable) value: safe to own
     old = variable._grad
     if old is None:
         journal.record(variable, "_grad")
         variable._grad = g
-    elif STATE.create_graph:
+        return None if STATE.create_graph else g
+    if STATE.create_graph:
         journal.record(variable, "_grad")
         variable._grad = old + g
     elif _plain(old, g):
         old._set_data(old._data + g._data)
     else:
         old.add_(g)
+    return None
 
 
 def accumulate_retained(t: Tensor, g: Tensor) -> None:

@@ -60,6 +60,7 @@ class BackwardCFunction(Node, FunctionCtx):
         self.materialize_grads = True
         self.needs_input_grad: tuple[bool, ...] = ()
         self._arg_is_tensor: tuple[bool, ...] = ()
+        self._out_is_tensor: tuple[bool, ...] = ()  # non-tensor outputs get None, never zeros
 
     def name(self) -> str:
         return f"{self.fn_cls.__name__}Backward"
@@ -67,9 +68,10 @@ class BackwardCFunction(Node, FunctionCtx):
     def apply(self, grad_outputs: list[Tensor | None]) -> list[Tensor | None]:
         if self.materialize_grads:
             from ..dispatch.library import ops
-            grad_outputs = [g if g is not None or not is_floating(m.dtype) else
+            is_t = self._out_is_tensor or (True,) * len(grad_outputs)
+            grad_outputs = [g if g is not None or not t or not is_floating(m.dtype) else
                             ops.acg.zeros(list(m.shape), dtype=m.dtype)
-                            for g, m in zip(grad_outputs, self.input_meta)]
+                            for g, m, t in zip(grad_outputs, self.input_meta, is_t)]
         result = self.fn_cls.backward(self, *grad_outputs)
         return self._per_tensor_input(result)
 
@@ -139,6 +141,7 @@ def _wire(ctx: BackwardCFunction, inputs: list[Tensor], out: Any) -> Any:
             o._requires_grad = False
             continue
         o.grad_fn, o._output_nr, o._requires_grad = ctx, i, True
+    ctx._out_is_tensor = tuple(isinstance(o, Tensor) for o in outs)
     ctx.input_meta = [TensorMeta(tuple(o.shape), o.dtype) if isinstance(o, Tensor)
                       else TensorMeta((), jnp.float32) for o in outs]
     out_ids = {id(o) for o in outs}

@@ -154,17 +154,20 @@ class AccumulateGrad(Node):
         return list(hooks.values()) if hooks else []
 
     def apply(self, grad_outputs: list[Tensor | None]) -> list[Tensor | None]:
-        return self.apply_with_hooks(grad_outputs, self.post_acc_hooks())
+        self.apply_with_hooks(grad_outputs, self.post_acc_hooks())
+        return []
 
     def apply_with_hooks(self, grad_outputs: list[Tensor | None], post_acc: list[Callable]
-                         ) -> list[Tensor | None]:
-        """Write ``.grad``, then run the post-accumulate-grad hooks given."""
+                         ) -> Tensor | None:
+        """Write ``.grad``, then run the post-accumulate-grad hooks given; returns the new
+        ``.grad`` when it is the incoming gradient itself (see accumulate_into_grad)."""
         from .engine import accumulate_into_grad, run_post_acc_hooks
         g = grad_outputs[0]
-        if g is not None:
-            accumulate_into_grad(self.variable, g)
+        if g is None:
+            return None
+        stolen = accumulate_into_grad(self.variable, g)
         run_post_acc_hooks(self.variable, post_acc)
-        return []
+        return stolen
 
 
 def grad_accumulator(t: Tensor) -> AccumulateGrad:

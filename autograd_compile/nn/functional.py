@@ -11,14 +11,18 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..autograd.grad_mode import no_grad
 from ..kernels import api as _api
+from ..kernels import attention as _attn
 from ..kernels import nn as _nn
+from ..kernels.factories import default_generator as _default_generator
 from ..kernels._dtypes import as_dtype, is_float
 from ..kernels._shapes import shapes_equal
 from ..tensor import Tensor
 
 __all__ = ["linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
-           "layer_norm", "cross_entropy", "nll_loss", "mse_loss", "dropout"]
+           "layer_norm", "cross_entropy", "nll_loss", "mse_loss", "dropout",
+           "scaled_dot_product_attention", "embedding"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -143,6 +147,62 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     keep = _api.rand(list(input.shape), dtype=input.dtype) >= p
     scale = keep.to(input.dtype) * (1.0 / (1.0 - p))
     return input.mul_(scale) if inplace else input * scale
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
+                                 attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None) -> Tensor:
+    """softmax(q @ k^T * scale + mask) @ v over the last two dims, any leading batch/head dims.
+
+    ``attn_mask``: bool (True = attend) or additive float, broadcast to [..., L, S];
+    ``is_causal``: a top-left lower-triangular mask; ``dropout_p``: dropout on the attention
+    probabilities, drawn from the global generator (``acg.manual_seed``). One fused op.
+
+    >>> import autograd_compile as acg
+    >>> import autograd_compile.nn.functional as F
+    >>> q = acg.randn(2, 4, 5, 8)
+    >>> F.scaled_dot_product_attention(q, q, q, is_causal=True).shape
+    (2, 4, 5, 8)
+    """
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    rng = _default_generator.next_key() if dropout_p > 0.0 else None
+    return _attn.sdpa(query, key, value, attn_mask, rng, dropout_p, is_causal, scale)[0]
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` [num_embeddings, dim] at the integer ``input`` indices.
+
+    ``padding_idx`` rows get no gradient; ``max_norm`` renormalises the rows looked up in place
+    (without autograd) as PyTorch does.
+
+    >>> import autograd_compile as acg
+    >>> import autograd_compile.nn.functional as F
+    >>> w = acg.randn(10, 3, requires_grad=True)
+    >>> F.embedding(acg.tensor([[1, 2], [4, 9]]), w, padding_idx=0).shape
+    (2, 2, 3)
+    """
+    rows = weight.shape[0]
+    if padding_idx is not None:
+        if not -rows <= padding_idx < rows:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx = padding_idx % rows
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    return _attn.embedding(weight, input, -1 if padding_idx is None else padding_idx,
+                           scale_grad_by_freq, sparse)
+
+
+def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
+    """Rows referenced by ``input`` with a norm above ``max_norm`` scaled down to it, in place."""
+    with no_grad():
+        idx = input.reshape(-1)
+        rows = weight[idx]
+        norms = _api.norm(rows, norm_type, -1, True)
+        factor = _api.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight[idx] = rows * factor
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:

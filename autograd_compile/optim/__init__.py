@@ -1,4 +1,4 @@
-"""Optimizers: SGD and Adam, each step one jitted XLA call over every parameter.
+"""Optimizers (``torch.optim``): each ``step()`` is one jitted XLA call over every parameter.
 
 >>> import autograd_compile as acg
 >>> w = acg.nn.Parameter(acg.ones(3))
@@ -6,6 +6,9 @@
 >>> (w * w).sum().backward(); opt.step(); w.tolist()
 [0.0, 0.0, 0.0]
 """
-from .optimizer import SGD, Adam, Optimizer
+from . import lr_scheduler
+from .algorithms import SGD, Adadelta, Adagrad, Adam, AdamW, RMSprop
+from .optimizer import Optimizer, required
 
-__all__ = ["SGD", "Adam", "Optimizer"]
+__all__ = ["SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop",
+           "lr_scheduler", "required"]

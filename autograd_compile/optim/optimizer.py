@@ -1,115 +1,258 @@
-"""Optimizer base and the two update rules a training loop needs.
+"""``Optimizer``: PyTorch's parameter-group contract around one jitted update.
 
-Updates are pure functions on jax arrays, jitted once per optimizer (XLA
-recompiles only if a parameter's shape changes); the new values are written
-into the parameters in place (their version counters move, as in PyTorch).
+Each algorithm is a pure rule on jax arrays (``_rules.py``); ``step()`` gathers
+every parameter with a gradient, its state and its group's hyperparameters,
+and calls ONE jitted function that applies the rule to all of them. Float
+hyperparameters (``lr``, ``betas``, ...) are runtime inputs of that function,
+so a scheduler changing ``group["lr"]`` never recompiles; only options that
+change the program's structure (``nesterov``, ``amsgrad``, ...) are static.
+
+>>> import autograd_compile as acg
+>>> w = acg.nn.Parameter(acg.ones(2))
+>>> opt = acg.optim.SGD([{"params": [w], "lr": 0.5}])
+>>> (w * w).sum().backward(); opt.step(); w.tolist()
+[0.0, 0.0]
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+import functools
+import warnings
+from collections import defaultdict
+from itertools import chain
+from typing import Any, Callable, Iterable
 
 import jax
 import jax.numpy as jnp
 
-from ..tensor import Tensor
+from ..autograd.grad_mode import enable_grad
+from ..tensor import Tensor, _make
+
+Rule = Callable[..., tuple[Any, dict]]
+
+
+class _RequiredParameter:
+    """Marks a default that every parameter group must give (PyTorch's ``required``)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _apply(rule: Rule, statics: tuple, params: tuple, grads: tuple, states: tuple,
+           hypers: tuple) -> tuple[tuple, tuple]:
+    """Every group's rule over every parameter: the whole ``step()`` as one XLA program."""
+    new_params, new_states = [], []
+    for opts, ps, gs, ss, h in zip(statics, params, grads, states, hypers):
+        out = [rule(p, g, s, h, opts) for p, g, s in zip(ps, gs, ss)]
+        new_params.append(tuple(o[0] for o in out))
+        new_states.append(tuple(o[1] for o in out))
+    return tuple(new_params), tuple(new_states)
+
+
+def compile_cache_size() -> int:
+    """How many XLA programs the shared update function holds (tests count recompiles)."""
+    return _apply._cache_size()
+
+
+def _typename(v: Any) -> str:
+    return f"{type(v).__module__}.{type(v).__qualname__}"
 
 
 class Optimizer:
-    """Holds parameters and per-parameter state; subclasses define ``_update``."""
+    """Base class: parameter groups, per-parameter ``state`` and the jitted ``step``.
 
-    def __init__(self, params: Iterable[Tensor], defaults: dict[str, Any]) -> None:
-        self.params = [p for p in params]
-        if not self.params:
-            raise ValueError("optimizer got an empty parameter list")
+    Subclasses set ``_rule`` (a pure update), ``_hyper`` (float options passed at run time),
+    ``_static(group)`` (options that shape the program) and ``_init_state(p, group)``.
+    """
+
+    _rule: Rule
+    _hyper: tuple[str, ...] = ("lr",)
+
+    def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            f"Tensors or dicts, but got {_typename(params)}")
         self.defaults = defaults
-        self.state: list[Any] = [None] * len(self.params)
-        self._step = jax.jit(self._update)
+        self.state: defaultdict[Any, dict] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(dict(group))
 
+    def __repr__(self) -> str:
+        lines = [type(self).__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines += [f"    {k}: {group[k]}" for k in sorted(group) if k != "params"]
+        return "\n".join(lines + [")"])
+
+    # -- parameter groups ------------------------------------------------------------
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters (with its own options) to optimize.
+
+        >>> import autograd_compile as acg
+        >>> a, b = acg.nn.Parameter(acg.ones(1)), acg.nn.Parameter(acg.ones(1))
+        >>> opt = acg.optim.SGD([a], lr=0.1); opt.add_param_group({"params": [b], "lr": 1.0})
+        >>> [g["lr"] for g in opt.param_groups]
+        [0.1, 1.0]
+        """
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. "
+                            "Please use a list instead.")
+        else:
+            param_group["params"] = list(params)
+        self._check_params(param_group["params"])
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError("parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            param_group.setdefault(name, default)
+        params = param_group["params"]
+        if len(params) != len(set(params)):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
+                          "future, this will cause an error; see "
+                          "github.com/pytorch/pytorch/issues/40967 for more information",
+                          stacklevel=3)
+        existing = set(chain.from_iterable(g["params"] for g in self.param_groups))
+        if not existing.isdisjoint(params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    @staticmethod
+    def _check_params(params: list[Any]) -> None:
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                + _typename(p))
+            if not (p.is_leaf or p.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+
+    # -- gradients ------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Clear every parameter's ``.grad`` (to None, or to zeros)."""
-        for p in self.params:
-            if set_to_none or p.grad is None:
-                p.grad = None
-            else:
-                p.grad = Tensor(jnp.zeros_like(p.grad._data))
+        """Reset every parameter's ``.grad``: to None (default) or to zeros."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad = _make(jnp.zeros_like(p._grad._data))
 
-    def step(self) -> None:
-        """Apply one update to every parameter that has a gradient."""
-        live = [i for i, p in enumerate(self.params) if p.grad is not None]
-        if not live:
-            return
-        for i in live:
-            if self.state[i] is None:
-                self.state[i] = self._init_state(self.params[i]._data)
-        params = [self.params[i]._data for i in live]
-        grads = [self.params[i].grad._data for i in live]
-        states = [self.state[i] for i in live]
-        new_params, new_states = self._step(params, grads, states, self._hyper())
-        for i, p, s in zip(live, new_params, new_states):
-            self.params[i]._set_data(p)
-            self.state[i] = s
+    # -- the step -------------------------------------------------------------------------
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Update every parameter that has a gradient; returns ``closure()``'s loss if given."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        live = [[p for p in g["params"] if p._grad is not None] for g in self.param_groups]
+        if not any(live):
+            return loss
+        states = [[self._state_of(p, g) for p in ps] for ps, g in zip(live, self.param_groups)]
+        new_params, new_states = _apply(
+            type(self)._rule,
+            tuple(self._static(g) for g in self.param_groups),
+            tuple(tuple(p._data for p in ps) for ps in live),
+            tuple(tuple(p._grad._data for p in ps) for ps in live),
+            tuple(tuple({k: v._data for k, v in s.items()} for s in ss) for ss in states),
+            tuple(self._hyperparameters(g) for g in self.param_groups))
+        for ps, ss, nps, nss in zip(live, states, new_params, new_states):
+            for p, s, np_, ns in zip(ps, ss, nps, nss):
+                p._set_data(np_)  # in place, like PyTorch: the version counter moves
+                for k, v in ns.items():
+                    if k in s:
+                        s[k]._data = v
+                    else:  # a lazily created entry (SGD's first momentum buffer)
+                        s[k] = _make(v)
+        return loss
 
-    def _hyper(self) -> dict[str, Any]:
-        return {k: jnp.asarray(v) for k, v in self.defaults.items() if k not in self._static}
+    def _state_of(self, p: Tensor, group: dict) -> dict[str, Tensor]:
+        state = self.state[p]
+        if not state:
+            state.update({k: _make(v) for k, v in self._init_state(p._data, group).items()})
+        return state
 
-    _static: tuple[str, ...] = ()
+    def _hyperparameters(self, group: dict) -> dict[str, Any]:
+        # float() keeps one abstract signature: an int or a Tensor lr must not retrace
+        h = {}
+        for name in self._hyper:
+            v = group[name]
+            h[name] = tuple(float(x) for x in v) if isinstance(v, (tuple, list)) else float(v)
+        return h
 
-    def _init_state(self, p: jax.Array) -> Any:
+    def _static(self, group: dict) -> tuple:
         return ()
 
-    def _update(self, params: list, grads: list, states: list, hyper: dict) -> tuple[list, list]:
-        raise NotImplementedError
+    def _init_state(self, p: jax.Array, group: dict) -> dict[str, jax.Array]:
+        return {}
+
+    # -- checkpoints ----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """PyTorch's layout: ``{"state": {index: {...}}, "param_groups": [{..., "params": [index]}]}``.
+
+        >>> import autograd_compile as acg
+        >>> w = acg.nn.Parameter(acg.ones(1)); opt = acg.optim.Adam([w])
+        >>> (w * w).sum().backward(); opt.step()
+        >>> sd = opt.state_dict(); sorted(sd["state"][0]), sd["param_groups"][0]["params"]
+        (['exp_avg', 'exp_avg_sq', 'step'], [0])
+        """
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {(index[id(k)] if isinstance(k, Tensor) else k): dict(v)
+                 for k, v in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load what ``state_dict()`` returned; validated first, so a bad dict changes nothing."""
+        saved_groups = state_dict["param_groups"]
+        if len(self.param_groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"])
+               for g, s in zip(self.param_groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                             "the size of optimizer's group")
+        id_map = dict(zip(chain.from_iterable(s["params"] for s in saved_groups),
+                          chain.from_iterable(g["params"] for g in self.param_groups)))
+        state: defaultdict[Any, dict] = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                state[id_map[k]] = {n: _cast_state(id_map[k], n, x) for n, x in v.items()}
+            else:
+                state[k] = v
+        groups = [{**{k: v for k, v in s.items() if k != "params"}, "params": g["params"]}
+                  for g, s in zip(self.param_groups, saved_groups)]
+        self.state, self.param_groups = state, groups
 
 
-class SGD(Optimizer):
-    """Stochastic gradient descent with optional momentum, Nesterov and weight decay."""
-
-    _static = ("nesterov",)
-
-    def __init__(self, params: Iterable[Tensor], lr: float = 1e-3, momentum: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False) -> None:
-        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay,
-                                      nesterov=nesterov))
-        self._uses_momentum = momentum != 0.0
-
-    def _init_state(self, p: jax.Array) -> Any:
-        return jnp.zeros_like(p) if self._uses_momentum else ()
-
-    def _update(self, params: list, grads: list, states: list, h: dict) -> tuple[list, list]:
-        new_p, new_s = [], []
-        for p, g, buf in zip(params, grads, states):
-            g = g + h["weight_decay"] * p
-            if self._uses_momentum:
-                buf = h["momentum"] * buf + g
-                g = g + h["momentum"] * buf if self.defaults["nesterov"] else buf
-            new_p.append((p - h["lr"] * g).astype(p.dtype))
-            new_s.append(buf)
-        return new_p, new_s
-
-
-class Adam(Optimizer):
-    """Adam (Kingma & Ba) with bias correction; weight decay added to the gradient."""
-
-    def __init__(self, params: Iterable[Tensor], lr: float = 1e-3,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0) -> None:
-        super().__init__(params, dict(lr=lr, beta1=betas[0], beta2=betas[1], eps=eps,
-                                      weight_decay=weight_decay))
-
-    def _init_state(self, p: jax.Array) -> Any:
-        return (jnp.zeros_like(p), jnp.zeros_like(p), jnp.zeros((), jnp.int32))
-
-    def _update(self, params: list, grads: list, states: list, h: dict) -> tuple[list, list]:
-        new_p, new_s = [], []
-        for p, g, (m, v, t) in zip(params, grads, states):
-            g = g + h["weight_decay"] * p
-            t = t + 1
-            m = h["beta1"] * m + (1 - h["beta1"]) * g
-            v = h["beta2"] * v + (1 - h["beta2"]) * g * g
-            m_hat = m / (1 - h["beta1"] ** t)
-            v_hat = v / (1 - h["beta2"] ** t)
-            new_p.append((p - h["lr"] * m_hat / (jnp.sqrt(v_hat) + h["eps"])).astype(p.dtype))
-            new_s.append((m, v, t))
-        return new_p, new_s
-
-
+def _cast_state(param: Tensor, name: str, value: Any) -> Any:
+    """A fresh tensor for one loaded state entry: param's dtype for floats, 'step' as is."""
+    if not isinstance(value, Tensor):
+        return value
+    array = value._data
+    if name != "step":
+        if array.shape != param.shape:
+            raise ValueError(f"loaded optimizer state {name!r} has shape {tuple(array.shape)}, "
+                             f"but its parameter has shape {tuple(param.shape)}")
+        if jnp.issubdtype(param.dtype, jnp.floating):
+            array = array.astype(param.dtype)
+    return _make(array)

@@ -1,1 +1,4 @@
 """Data-parallel wrappers: ``DistributedDataParallel`` over a JAX device mesh."""
+from .distributed import DistributedDataParallel
+
+__all__ = ["DistributedDataParallel"]

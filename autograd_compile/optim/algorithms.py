@@ -1,0 +1,232 @@
+"""The algorithms: PyTorch's classes and defaults, each a thin shell over a rule in ``_rules``.
+
+>>> import autograd_compile as acg
+>>> w = acg.nn.Parameter(acg.tensor([1.0, -1.0]))
+>>> opt = acg.optim.AdamW([w], lr=0.1, weight_decay=0.0)
+>>> (w * w).sum().backward(); opt.step(); [round(v, 4) for v in w.tolist()]
+[0.9, -0.9]
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import jax
+import jax.numpy as jnp
+
+from . import _rules
+from .optimizer import Optimizer
+
+_ACCEPTED = ("foreach", "differentiable", "fused", "capturable")  # accepted for parity; unused
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+def _check_common(lr: Any, weight_decay: float, eps: float | None = None) -> None:
+    _check(0.0 <= float(lr), f"Invalid learning rate: {lr}")
+    _check(0.0 <= weight_decay, f"Invalid weight_decay value: {weight_decay}")
+    if eps is not None:
+        _check(0.0 <= eps, f"Invalid epsilon value: {eps}")
+
+
+def _step0() -> jax.Array:
+    return jnp.zeros((), jnp.float32)  # PyTorch keeps 'step' as a float32 scalar tensor
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent, optionally with (Nesterov) momentum and weight decay.
+
+    >>> import autograd_compile as acg
+    >>> w = acg.nn.Parameter(acg.ones(1)); opt = acg.optim.SGD([w], lr=0.1, momentum=0.9)
+    >>> for _ in range(2):
+    ...     opt.zero_grad(); (w * 1.0).sum().backward(); opt.step()
+    >>> round(w.item(), 4)  # 1 - 0.1 * 1 - 0.1 * (0.9 + 1)
+    0.71
+    """
+
+    _rule = staticmethod(_rules.sgd)
+    _hyper = ("lr", "momentum", "dampening", "weight_decay")
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0,
+                 dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
+                 maximize: bool = False, foreach: bool | None = None,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        _check_common(lr, weight_decay)
+        _check(momentum >= 0.0, f"Invalid momentum value: {momentum}")
+        _check(not nesterov or (momentum > 0 and dampening == 0),
+               "Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov,
+                                      maximize=maximize, foreach=foreach,
+                                      differentiable=differentiable, fused=fused))
+
+    def _static(self, g: dict) -> tuple:
+        return (bool(g["nesterov"]), bool(g["maximize"]), g["momentum"] != 0)
+
+    def _init_state(self, p: jax.Array, g: dict) -> dict[str, jax.Array]:
+        # with zero dampening a zero buffer gives b_1 = g exactly: one program from step 1
+        if g["momentum"] != 0 and g["dampening"] == 0:
+            return {"momentum_buffer": jnp.zeros_like(p)}
+        return {}
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba), L2 weight decay added to the gradient; ``amsgrad`` keeps max v.
+
+    >>> import autograd_compile as acg
+    >>> w = acg.nn.Parameter(acg.ones(1)); opt = acg.optim.Adam([w], lr=0.1)
+    >>> (w * 3.0).sum().backward(); opt.step(); round(w.item(), 4)  # first step moves lr
+    0.9
+    """
+
+    _rule = staticmethod(_rules.adam)
+    _hyper = ("lr", "betas", "eps", "weight_decay")
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None) -> None:
+        _check_common(lr, weight_decay, eps)
+        _check(0.0 <= betas[0] < 1.0, f"Invalid beta parameter at index 0: {betas[0]}")
+        _check(0.0 <= betas[1] < 1.0, f"Invalid beta parameter at index 1: {betas[1]}")
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                                      capturable=capturable, differentiable=differentiable,
+                                      fused=fused))
+
+    def _static(self, g: dict) -> tuple:
+        return (bool(g["amsgrad"]), bool(g["maximize"]))
+
+    def _init_state(self, p: jax.Array, g: dict) -> dict[str, jax.Array]:
+        state = {"step": _step0(), "exp_avg": jnp.zeros_like(p), "exp_avg_sq": jnp.zeros_like(p)}
+        if g["amsgrad"]:
+            state["max_exp_avg_sq"] = jnp.zeros_like(p)
+        return state
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter): theta <- theta (1 - lr lambda).
+
+    >>> import autograd_compile as acg
+    >>> w = acg.nn.Parameter(acg.ones(1)); opt = acg.optim.AdamW([w], lr=0.1)
+    >>> opt.param_groups[0]["weight_decay"]
+    0.01
+    """
+
+    _rule = staticmethod(_rules.adamw)
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused)
+
+
+class Adadelta(Optimizer):
+    """Adadelta (Zeiler): step sizes from running averages of squared gradients and updates.
+
+    >>> import autograd_compile as acg
+    >>> w = acg.nn.Parameter(acg.ones(1)); opt = acg.optim.Adadelta([w])
+    >>> sorted(opt.defaults)[:4]
+    ['capturable', 'differentiable', 'eps', 'foreach']
+    """
+
+    _rule = staticmethod(_rules.adadelta)
+    _hyper = ("lr", "rho", "eps", "weight_decay")
+
+    def __init__(self, params: Iterable[Any], lr: float = 1.0, rho: float = 0.9,
+                 eps: float = 1e-6, weight_decay: float = 0, foreach: bool | None = None, *,
+                 capturable: bool = False, maximize: bool = False,
+                 differentiable: bool = False) -> None:
+        _check_common(lr, weight_decay, eps)
+        _check(0.0 <= rho <= 1.0, f"Invalid rho value: {rho}")
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
+                                      maximize=maximize, capturable=capturable, foreach=foreach,
+                                      differentiable=differentiable))
+
+    def _static(self, g: dict) -> tuple:
+        return (bool(g["maximize"]),)
+
+    def _init_state(self, p: jax.Array, g: dict) -> dict[str, jax.Array]:
+        return {"step": _step0(), "square_avg": jnp.zeros_like(p),
+                "acc_delta": jnp.zeros_like(p)}
+
+
+class RMSprop(Optimizer):
+    """RMSprop (Hinton), optionally centered and with momentum.
+
+    >>> import autograd_compile as acg
+    >>> w = acg.nn.Parameter(acg.ones(1)); opt = acg.optim.RMSprop([w], lr=0.01)
+    >>> (w * 2.0).sum().backward(); opt.step(); round(w.item(), 4)  # 1 - 0.01*2/sqrt(0.01*4)
+    0.9
+    """
+
+    _rule = staticmethod(_rules.rmsprop)
+    _hyper = ("lr", "alpha", "eps", "weight_decay", "momentum")
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99,
+                 eps: float = 1e-8, weight_decay: float = 0, momentum: float = 0,
+                 centered: bool = False, capturable: bool = False,
+                 foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False) -> None:
+        _check_common(lr, weight_decay, eps)
+        _check(0.0 <= momentum, f"Invalid momentum value: {momentum}")
+        _check(0.0 <= alpha, f"Invalid alpha value: {alpha}")
+        super().__init__(params, dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps,
+                                      centered=centered, weight_decay=weight_decay,
+                                      capturable=capturable, foreach=foreach, maximize=maximize,
+                                      differentiable=differentiable))
+
+    def _static(self, g: dict) -> tuple:
+        return (bool(g["centered"]), bool(g["maximize"]), g["momentum"] > 0)
+
+    def _init_state(self, p: jax.Array, g: dict) -> dict[str, jax.Array]:
+        state = {"step": _step0(), "square_avg": jnp.zeros_like(p)}
+        if g["momentum"] > 0:
+            state["momentum_buffer"] = jnp.zeros_like(p)
+        if g["centered"]:
+            state["grad_avg"] = jnp.zeros_like(p)
+        return state
+
+
+class Adagrad(Optimizer):
+    """Adagrad (Duchi et al.): per-coordinate steps from the sum of squared gradients.
+
+    >>> import autograd_compile as acg
+    >>> w = acg.nn.Parameter(acg.ones(1)); opt = acg.optim.Adagrad([w], lr=0.1)
+    >>> (w * 2.0).sum().backward(); opt.step(); round(w.item(), 4)  # 1 - 0.1*2/2
+    0.9
+    """
+
+    _rule = staticmethod(_rules.adagrad)
+    _hyper = ("lr", "lr_decay", "eps", "weight_decay")
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0,
+                 weight_decay: float = 0, initial_accumulator_value: float = 0,
+                 eps: float = 1e-10, foreach: bool | None = None, *, maximize: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        _check_common(lr, weight_decay, eps)
+        _check(0.0 <= lr_decay, f"Invalid lr_decay value: {lr_decay}")
+        _check(0.0 <= initial_accumulator_value,
+               f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps,
+                                      weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value,
+                                      foreach=foreach, maximize=maximize,
+                                      differentiable=differentiable, fused=fused))
+        for group in self.param_groups:  # PyTorch fills Adagrad's state at construction
+            for p in group["params"]:
+                self._state_of(p, group)
+
+    def _static(self, g: dict) -> tuple:
+        return (bool(g["maximize"]),)
+
+    def _init_state(self, p: jax.Array, g: dict) -> dict[str, jax.Array]:
+        return {"step": _step0(),
+                "sum": jnp.full_like(p, g["initial_accumulator_value"])}

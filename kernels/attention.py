@@ -1,0 +1,194 @@
+"""Attention and embedding: scaled dot-product attention as one fused op (forward and backward
+each one JAX program) and the embedding lookup whose backward is a scatter-add.
+
+Attention's forward returns the output and the row log-sum-exp of the scores; the backward op
+recomputes the probabilities from q, k and that log-sum-exp (flash-attention style: nothing of
+size L x S is saved). Dropout's mask is drawn from a PRNG key that is an input of both ops, so
+the backward regenerates the same mask and a captured graph takes the key as an input.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from autograd_compile.fake import TensorMeta
+
+from ._defop import defop, reduce_grad
+from ._dtypes import BOOL, DEFAULT_FLOAT, category, is_float, promote
+from ._shapes import broadcast_shapes, shapes_equal
+from .elementwise import ne, wants
+from .factories import zeros
+from .indexing import index_put
+
+
+# -- scaled_dot_product_attention ------------------------------------------------------------
+def _sdpa_rule(q: Any, k: Any, v: Any, mask: Any = None, rng: Any = None,
+               dropout_p: float = 0.0, is_causal: bool = False, scale: Any = None
+               ) -> tuple[TensorMeta, TensorMeta]:
+    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
+        raise RuntimeError(f"scaled_dot_product_attention: query, key and value must be at least "
+                           f"2-D (..., L, E), got {q.ndim}-D, {k.ndim}-D and {v.ndim}-D")
+    if not (q.dtype == k.dtype == v.dtype) or not is_float(q.dtype):
+        raise RuntimeError(f"Expected query, key, and value to have the same floating dtype, but "
+                           f"got query.dtype: {q.dtype} key.dtype: {k.dtype} and value.dtype: "
+                           f"{v.dtype} instead.")
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise RuntimeError(f"scaled_dot_product_attention: expected query [..., L, E], key "
+                           f"[..., S, E] and value [..., S, Ev], got {list(q.shape)}, "
+                           f"{list(k.shape)} and {list(v.shape)}")
+    batch = broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]), tuple(v.shape[:-2]))
+    scores = batch + (q.shape[-2], k.shape[-2])
+    if mask is not None:
+        if is_causal:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
+                               "set when is_causal=True")
+        if mask.dtype != BOOL and mask.dtype != q.dtype:
+            raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
+                               f"dtype, but got attn_mask.dtype: {mask.dtype} and query.dtype: "
+                               f"{q.dtype} instead.")
+        if not shapes_equal(broadcast_shapes(scores, tuple(mask.shape)), scores):
+            raise RuntimeError(f"scaled_dot_product_attention: attn_mask of shape "
+                               f"{list(mask.shape)} does not broadcast to the attention scores' "
+                               f"shape {list(scores)}")
+    return (TensorMeta(batch + (q.shape[-2], v.shape[-1]), q.dtype),
+            TensorMeta(batch + (q.shape[-2],), promote(q.dtype, DEFAULT_FLOAT)))
+
+
+def _compute_dtype(q: Any) -> Any:
+    return promote(q.dtype, DEFAULT_FLOAT)  # scores and softmax in at least float32
+
+
+def _scores(q: Any, k: Any, mask: Any, is_causal: bool, scale: Any) -> Any:
+    """Scaled, masked scores in the compute dtype; masked-out entries are -inf."""
+    ct = _compute_dtype(q)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    s = jnp.matmul(q.astype(ct), jnp.swapaxes(k, -1, -2).astype(ct)) * scale
+    if mask is not None:
+        s = jnp.where(mask, s, -jnp.inf) if mask.dtype == BOOL else s + mask.astype(ct)
+    if is_causal:  # top-left aligned lower triangle, as PyTorch
+        s = jnp.where(jnp.tril(jnp.ones(s.shape[-2:], bool)), s, -jnp.inf)
+    return s
+
+
+def _probs(s: Any, lse: Any) -> Any:
+    """Softmax rows from the log-sum-exp; a fully masked row (lse = -inf) is all zeros."""
+    finite = jnp.isfinite(lse)[..., None]
+    return jnp.where(finite, jnp.exp(s - jnp.where(finite, lse[..., None], 0.0)), 0.0)
+
+
+def _keep(rng: Any, dropout_p: Any, shape: tuple) -> Any:
+    return jax.random.bernoulli(jax.random.wrap_key_data(rng), 1.0 - dropout_p, shape)
+
+
+def _sdpa(q: Any, k: Any, v: Any, mask: Any = None, rng: Any = None, dropout_p: float = 0.0,
+          is_causal: bool = False, scale: Any = None) -> tuple[Any, Any]:
+    s = _scores(q, k, mask, is_causal, scale)
+    m = jnp.max(s, -1, keepdims=True)
+    m = jnp.where(jnp.isfinite(m), m, 0.0)  # max-subtracted; a fully masked row stays finite
+    lse = (m + jnp.log(jnp.sum(jnp.exp(s - m), -1, keepdims=True)))[..., 0]
+    p = _probs(s, lse)
+    if rng is not None:
+        p = jnp.where(_keep(rng, dropout_p, p.shape), p / (1.0 - dropout_p), 0.0)
+    return jnp.matmul(p, v.astype(p.dtype)).astype(q.dtype), lse
+
+
+def _sdpa_bwd_rule(go: Any, glse: Any, q: Any, k: Any, v: Any, out: Any, lse: Any,
+                   mask: Any = None, rng: Any = None, dropout_p: float = 0.0,
+                   is_causal: bool = False, scale: Any = None, mask_grad: bool = False
+                   ) -> tuple:
+    scores = tuple(lse.shape) + (k.shape[-2],)
+    batch = tuple(lse.shape[:-1])
+    ds = TensorMeta(scores if mask_grad else (), _compute_dtype(q))
+    return (TensorMeta(batch + tuple(q.shape[-2:]), q.dtype),
+            TensorMeta(batch + tuple(k.shape[-2:]), q.dtype),
+            TensorMeta(batch + tuple(v.shape[-2:]), q.dtype), ds)
+
+
+def _sdpa_bwd(go: Any, glse: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, mask: Any = None,
+              rng: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
+              scale: Any = None, mask_grad: bool = False) -> tuple:
+    """Gradients of q, k, v (over the broadcast batch) and, if asked, of the scores."""
+    ct = _compute_dtype(q)
+    sc = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    p = _probs(_scores(q, k, mask, is_causal, scale), lse)
+    go = go.astype(ct)
+    dp = jnp.matmul(go, jnp.swapaxes(v, -1, -2).astype(ct))
+    pd = p
+    if rng is not None:
+        keep = _keep(rng, dropout_p, p.shape)
+        pd = jnp.where(keep, p / (1.0 - dropout_p), 0.0)
+        dp = jnp.where(keep, dp / (1.0 - dropout_p), 0.0)
+    dv = jnp.matmul(jnp.swapaxes(pd, -1, -2), go)
+    ds = p * (dp - jnp.sum(dp * p, -1, keepdims=True)) + glse.astype(ct)[..., None] * p
+    dq = jnp.matmul(ds, k.astype(ct)) * sc
+    dk = jnp.matmul(jnp.swapaxes(ds, -1, -2), q.astype(ct)) * sc
+    dt = q.dtype
+    return (dq.astype(dt), dk.astype(dt), dv.astype(dt),
+            ds if mask_grad else jnp.zeros((), ct))
+
+
+def _sdpa_backward(g: tuple, q: Any, k: Any, v: Any, mask: Any, rng: Any, dropout_p: Any,
+                   is_causal: bool, scale: Any, out: tuple) -> tuple:
+    mask_grad = wants(mask) and bool(getattr(mask, "requires_grad", False))
+    dq, dk, dv, ds = sdpa_backward(g[0], g[1], q, k, v, out[0], out[1], mask, rng, dropout_p,
+                                   is_causal, scale, mask_grad)
+    return (reduce_grad(dq, q), reduce_grad(dk, k), reduce_grad(dv, v),
+            reduce_grad(ds.to(mask.dtype), mask) if mask_grad else None, None)
+
+
+_SDPA_ARGS = ("Tensor? attn_mask=None, Tensor? rng=None, float dropout_p=0.0, "
+              "bool is_causal=False, float? scale=None")
+sdpa = defop(f"scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, "
+             f"{_SDPA_ARGS}) -> (Tensor, Tensor)", _sdpa, shape=_sdpa_rule, check=True,
+             save=("query", "key", "value", "attn_mask", "rng", "out"), backward=_sdpa_backward)
+# its own op (one program); no derivative registered: double backward raises, naming it
+sdpa_backward = defop(f"scaled_dot_product_attention_backward(Tensor grad_out, Tensor grad_lse, "
+                      f"Tensor query, Tensor key, Tensor value, Tensor out, Tensor lse, "
+                      f"{_SDPA_ARGS}, bool mask_grad=False) -> (Tensor, Tensor, Tensor, Tensor)",
+                      _sdpa_bwd, shape=_sdpa_bwd_rule)
+
+
+# -- embedding --------------------------------------------------------------------------------
+def _embedding_rule(w: Any, idx: Any, padding_idx: int = -1, scale_grad_by_freq: bool = False,
+                    sparse: bool = False) -> TensorMeta:
+    if category(idx.dtype) != 1:
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got {idx.dtype} instead "
+                           f"(while checking arguments for embedding)")
+    if w.ndim != 2:
+        raise RuntimeError(f"'weight' must be 2-D, got a {w.ndim}-D weight {list(w.shape)}")
+    return TensorMeta(tuple(idx.shape) + (w.shape[1],), w.dtype)
+
+
+def _check_indices(w: Any, idx: Any, *rest: Any, **kwargs: Any) -> None:
+    """Eager only: jax would clamp an out-of-range index silently."""
+    if isinstance(idx, jax.core.Tracer) or not idx.size:
+        return
+    a = np.asarray(idx)
+    if a.min() < 0 or a.max() >= w.shape[0]:
+        raise IndexError(f"index out of range in self: embedding of {w.shape[0]} rows got "
+                         f"index {a.min() if a.min() < 0 else a.max()}")
+
+
+def _embedding_backward(g: Any, w: Any, idx: Any, padding_idx: int, scale_grad_by_freq: bool,
+                        sparse: bool, out: Any) -> tuple:
+    """A scatter-add of the output gradient into the rows looked up (none at padding_idx)."""
+    if padding_idx >= 0:
+        g = g * ne(idx, padding_idx).unsqueeze(-1).to(g.dtype)
+    if scale_grad_by_freq:
+        counts = index_put(zeros([w.shape[0]], dtype=g.dtype), [idx.reshape(-1)],
+                           zeros([1], dtype=g.dtype) + 1, True)
+        g = g / counts[idx].unsqueeze(-1)
+    flat_g = g.reshape(-1, g.shape[-1])
+    return index_put(zeros(list(w.shape), dtype=g.dtype), [idx.reshape(-1)], flat_g, True), None
+
+
+embedding = defop("embedding(Tensor weight, Tensor indices, int padding_idx=-1, "
+                  "bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+                  lambda w, idx, *a, **k: jnp.take(w, idx, axis=0), shape=_embedding_rule,
+                  check=True, pre=_check_indices, save=("indices",),
+                  backward=_embedding_backward)

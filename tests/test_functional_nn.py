@@ -1,0 +1,142 @@
+"""What the op table cannot express: gradients that are not derivatives (padding_idx,
+scale_grad_by_freq), random masks (attention dropout), running statistics, pooling indices,
+errors with PyTorch's exception types; every backward in all three execution modes."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autograd_compile as acg
+import autograd_compile.nn.functional as F
+from conftest import assert_close
+
+
+def _leaf(a: np.ndarray) -> acg.Tensor:
+    return acg.tensor(np.asarray(a, np.float64), requires_grad=True)
+
+
+def _softmax_attn(q, k, v, keep=None, p=0.0):
+    probs = jax.nn.softmax(q @ jnp.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]), -1)
+    if keep is not None:
+        probs = jnp.where(keep, probs / (1 - p), 0.0)
+    return probs @ v
+
+
+# -- embedding ------------------------------------------------------------------------------
+def test_embedding_padding_idx_gets_no_gradient(mode) -> None:
+    rng = np.random.default_rng(0)
+    w0, g0 = rng.standard_normal((6, 3)), rng.standard_normal((2, 3, 3))
+    idx = np.array([[1, 5, 5], [0, 1, 2]])
+    w = _leaf(w0)
+    out = F.embedding(acg.tensor(idx), w, padding_idx=-1)  # -1 wraps to row 5
+    with mode():
+        (out * acg.tensor(g0)).sum().backward()
+    want = np.zeros((6, 3))
+    np.add.at(want, idx.reshape(-1), g0.reshape(-1, 3))
+    want[5] = 0
+    assert_close(w.grad, want, rtol=1e-12)
+    assert_close(out, w0[idx], rtol=0)  # the padding row is still looked up
+
+
+def test_embedding_scale_grad_by_freq(mode) -> None:
+    w = _leaf(np.ones((4, 2)))
+    idx = np.array([3, 3, 1, 3])
+    with mode():
+        F.embedding(acg.tensor(idx), w, scale_grad_by_freq=True).sum().backward()
+    assert_close(w.grad, [[0, 0], [1, 1], [0, 0], [1, 1]], rtol=1e-12)  # 3 hits / count 3
+
+
+def test_embedding_max_norm_renormalises_rows_in_place() -> None:
+    w = acg.tensor([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]])
+    out = F.embedding(acg.tensor([0, 1]), w, max_norm=1.0)
+    assert_close(w, [[0.6, 0.8], [0.3, 0.4], [6.0, 8.0]], rtol=1e-5)  # row 2 not looked up
+    assert_close(out, [[0.6, 0.8], [0.3, 0.4]], rtol=1e-5)
+
+
+def test_embedding_errors() -> None:
+    w = acg.randn(4, 2)
+    with pytest.raises(IndexError, match="index out of range"):
+        F.embedding(acg.tensor([1, 4]), w)
+    with pytest.raises(RuntimeError, match="Long, Int"):
+        F.embedding(acg.tensor([1.0]), w)
+    with pytest.raises(AssertionError, match="Padding_idx"):
+        F.embedding(acg.tensor([1]), w, padding_idx=4)
+
+
+# -- attention ------------------------------------------------------------------------------
+def test_sdpa_fully_masked_row_is_zero_with_finite_gradients(mode) -> None:
+    rng = np.random.default_rng(1)
+    q, k, v = (_leaf(rng.standard_normal(s)) for s in ((3, 4), (5, 4), (5, 2)))
+    mask = np.ones((3, 5), bool)
+    mask[1] = False
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=acg.tensor(mask))
+    with mode():
+        out.sum().backward()
+    assert_close(out[1], np.zeros(2), rtol=0, atol=0)
+    want = jax.grad(lambda *a: _softmax_attn(*a)[np.array([0, 2])].sum(), (0, 1, 2))(
+        *(jnp.asarray(t.numpy()) for t in (q, k, v)))
+    for t, g in zip((q, k, v), want):
+        assert_close(t.grad, g, rtol=1e-10, atol=1e-12)
+
+
+def _dropout_step(mode, q0, k0, p: float) -> tuple:
+    """Attention with v = I: the output is the dropped-out probability matrix itself, so the
+    mask each call drew can be read back and the reference gradient built from it."""
+    q, k, v = _leaf(q0), _leaf(k0), _leaf(np.eye(k0.shape[-2]))
+    out = F.scaled_dot_product_attention(q, k, v, dropout_p=p)
+    w = np.linspace(-1, 1, out.numel()).reshape(out.shape)
+    with mode():
+        (out * acg.tensor(w)).sum().backward()
+    keep = out.numpy() != 0
+    f = lambda q, k: (_softmax_attn(q, k, jnp.eye(k0.shape[-2]), keep, p) * w).sum()  # noqa
+    want = jax.grad(f, (0, 1))(jnp.asarray(q0), jnp.asarray(k0))
+    assert_close(out, _softmax_attn(q0, k0, np.eye(k0.shape[-2]), keep, p), rtol=1e-10)
+    assert_close(q.grad, want[0], rtol=1e-9, atol=1e-12)
+    assert_close(k.grad, want[1], rtol=1e-9, atol=1e-12)
+    return keep
+
+
+def test_sdpa_dropout_mask_is_a_graph_input(mode) -> None:
+    rng = np.random.default_rng(2)
+    q0, k0 = rng.standard_normal((2, 6, 3)), rng.standard_normal((2, 7, 3))
+    acg.manual_seed(5)
+    first = _dropout_step(mode, q0, k0, 0.4)
+    second = _dropout_step(mode, q0, k0, 0.4)  # fresh mask, same captured graph
+    assert 0.3 < 1 - first.mean() < 0.7 and (first != second).any()
+    acg.manual_seed(5)
+    assert (_dropout_step(mode, q0, k0, 0.4) == first).all()  # the seed fixes the stream
+    if mode.compiled:
+        assert acg.compiled_autograd.counters["captures"] == 1
+
+
+def test_sdpa_double_backward_raises_naming_the_op() -> None:
+    q = acg.randn(3, 4, dtype=acg.float64, requires_grad=True)
+    out = F.scaled_dot_product_attention(q, q, q)
+    (g,) = acg.autograd.grad(out.sum(), [q], create_graph=True)
+    with pytest.raises(RuntimeError, match="scaled_dot_product_attention_backward"):
+        g.sum().backward()
+
+
+def test_sdpa_errors() -> None:
+    q = acg.randn(2, 3, 4)
+    with pytest.raises(RuntimeError, match="should not be set when is_causal"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=acg.ones(3, 3), is_causal=True)
+    with pytest.raises(RuntimeError, match="same floating dtype"):
+        F.scaled_dot_product_attention(q, q.double(), q)
+    with pytest.raises(RuntimeError, match="must match the size"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=acg.ones(2, 4, dtype=acg.bool))
+    with pytest.raises(RuntimeError, match=r"\[2, 3, 4\]"):
+        F.scaled_dot_product_attention(q, acg.randn(2, 3, 5), q)
+    with pytest.raises(ValueError, match="dropout probability"):
+        F.scaled_dot_product_attention(q, q, q, dropout_p=-0.1)
+
+
+def test_sdpa_bfloat16_softmax_in_float32() -> None:
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal(s) * 4 for s in ((2, 8, 16), (2, 9, 16), (2, 9, 16)))
+    out = F.scaled_dot_product_attention(*(acg.tensor(a).to(acg.bfloat16) for a in (q, k, v)))
+    assert out.dtype == acg.bfloat16
+    ref = _softmax_attn(*(jnp.asarray(a, jnp.bfloat16).astype(jnp.float32) for a in (q, k, v)))
+    assert_close(out.float(), ref, rtol=2e-2, atol=2e-2)
