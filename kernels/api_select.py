@@ -139,7 +139,7 @@ def _scatter_(self: Tensor, dim: int, index: Tensor, src: Any = None, *, value: 
     return I.scatter_value_(self, dim, index, src)
 
 
-# -- sampling ----------------------------------------------------------------------------------------
+# -- sampling -------------------------------------------------------------------------------------
 def multinomial(input: Tensor, num_samples: int, replacement: builtins.bool = False, *,
                 generator: Any = None) -> Tensor:
     """Category indices drawn from each row of (unnormalised) probabilities ``input``.

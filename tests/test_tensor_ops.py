@@ -289,7 +289,7 @@ def test_sort_topk_scatter_gradients(mode) -> None:
     np.testing.assert_allclose(x.grad.numpy(), _grads(ref, x0)[0], rtol=1e-12)
 
 
-# -- errors with PyTorch's exception types ----------------------------------------------------------
+# -- errors with PyTorch's exception types --------------------------------------------------------
 @pytest.mark.parametrize("call, exc, match", [
     (lambda: acg.ones(3).topk(4), RuntimeError, "k out of range"),
     (lambda: acg.ones(3).sort(dim=1), IndexError, "Dimension out of range"),
@@ -326,7 +326,7 @@ def test_one_hot_infers_classes_and_linspace_values() -> None:
     assert acg.linspace(0, 10, 3, dtype=acg.float64).tolist() == [0.0, 5.0, 10.0]
 
 
-# -- devices -----------------------------------------------------------------------------------------
+# -- devices --------------------------------------------------------------------------------------
 def test_device_objects_behave_like_pytorch() -> None:
     d = acg.device("cuda:0")
     assert (d.type, d.index, str(d), repr(d)) == ("cuda", 0, "cuda:0",
@@ -373,7 +373,7 @@ def test_every_factory_takes_device(factory) -> None:
     assert factory(acg.device("cpu")).device == acg.device("cpu")
 
 
-# -- conveniences --------------------------------------------------------------------------------------
+# -- conveniences ---------------------------------------------------------------------------------
 def test_dtype_aliases_and_casts() -> None:
     assert (acg.long, acg.int, acg.float, acg.double, acg.half) == (
         acg.int64, acg.int32, acg.float32, acg.float64, acg.float16)
@@ -444,3 +444,49 @@ def test_grad_mode_decorators_and_inference_mode() -> None:
         assert not acg.is_grad_enabled() and acg.is_inference_mode_enabled()
     assert not acg.is_inference_mode_enabled() and acg.is_grad_enabled()
     assert (x * 2).requires_grad
+
+
+# -- the fuzzer's new menu entries, as fixed programs in every mode --------------------------------
+FUZZ_PROGRAMS = {
+    "tril_cumsum_logsumexp": ([(3, 4)], [("tril", (0,), (-1,)), ("cumsum", (1,), (-1,)),
+                                         ("logsumexp", (2,), (0, True))]),
+    "masked_fill_sort_topk": ([(2, 2, 3)], [("masked_fill", (0,), ()), ("sort", (1,), (1,)),
+                                            ("topk", (2,), (2, 2))]),
+    "einsum": ([(3, 4), (4, 5)], [("einsum_mm", (0, 1), ()), ("einsum_sum0", (2,), ())]),
+}
+
+
+@pytest.mark.parametrize("name", FUZZ_PROGRAMS)
+def test_fuzz_menu_entries_match_jax_in_every_mode(name: str) -> None:
+    from test_fuzz import program, run_all_modes
+    leaves, ops = FUZZ_PROGRAMS[name]
+    run_all_modes(program(leaves, ops, hooks=[("tensor", len(leaves), 2.0, False)]), seed=1)
+
+
+def test_device_copy_op_differentiates_in_every_mode(mode) -> None:
+    """The op behind ``to(device)`` (exercised here on the CPU, the one device this machine
+    has): values unchanged, the gradient travels back through it."""
+    x = acg.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    y = acg.ops.acg.to_device(x * x, "cpu")
+    assert y.device == acg.device("cpu") and y.grad_fn is not None
+    with mode():
+        (y * acg.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert x.grad.tolist() == [2.0, -8.0, 18.0]
+
+
+def test_inplace_variants_match_out_of_place_and_write_through_views() -> None:
+    a = np.arange(12.0).reshape(3, 4)
+    x = acg.tensor(a)
+    assert x.tril_(1) is x and x.tolist() == np.tril(a, 1).tolist() and x._version == 1
+    y = acg.tensor(a)
+    y[1:].triu_()  # a view: the write reaches y
+    assert y.tolist() == np.concatenate([a[:1], np.triu(a[1:])]).tolist()
+    idx = acg.tensor([[1], [0], [3]])
+    z = acg.tensor(a).scatter_(1, idx, -1.0)
+    want = a.copy()
+    want[[0, 1, 2], [1, 0, 3]] = -1.0
+    assert z.tolist() == want.tolist()
+    w = acg.tensor(a).scatter_add_(1, idx, acg.ones(3, 1, dtype=acg.float64))
+    want = a.copy()
+    want[[0, 1, 2], [1, 0, 3]] += 1.0
+    assert w.tolist() == want.tolist()
