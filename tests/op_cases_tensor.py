@@ -47,7 +47,7 @@ TENSOR_CASES: list[Case] = [
     Case("cumsum_method", lambda x: x.cumsum(1), lambda x: jnp.cumsum(x, 1), (T(3, 4),)),
     Case("cumsum_neg_dim", lambda x: acg.cumsum(x, dim=-3), lambda x: jnp.cumsum(x, 0),
          (T(3, 2, 2),)),
-    Case("logsumexp", lambda x: x.logsumexp(-1), lambda x: jax.nn.logsumexp(x, -1), (T(3, 4),)),
+    Case("logsumexp_last_dim", lambda x: x.logsumexp(-1), lambda x: jax.nn.logsumexp(x, -1), (T(3, 4),)),
     Case("logsumexp_dims_keepdim", lambda x: acg.logsumexp(x, (0, 2), keepdim=True),
          lambda x: jax.nn.logsumexp(x, (0, 2), keepdims=True), (T(2, 3, 4),)),
     Case("argmax_keepdim", lambda x: x.argmax(1, keepdim=True),
