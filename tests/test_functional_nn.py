@@ -140,3 +140,198 @@ def test_sdpa_bfloat16_softmax_in_float32() -> None:
     assert out.dtype == acg.bfloat16
     ref = _softmax_attn(*(jnp.asarray(a, jnp.bfloat16).astype(jnp.float32) for a in (q, k, v)))
     assert_close(out.float(), ref, rtol=2e-2, atol=2e-2)
+
+
+# -- convolution / pooling / batch norm -------------------------------------------------------
+def test_conv2d_gradients_match_across_modes(mode) -> None:
+    rng = np.random.default_rng(4)
+    x0, w0, b0 = (rng.standard_normal(s) for s in ((2, 4, 7, 6), (6, 2, 3, 3), (6,)))
+    x, w, b = _leaf(x0), _leaf(w0), _leaf(b0)
+    out = F.conv2d(x, w, b, stride=2, padding=1, groups=2)
+    with mode():
+        (out * out).sum().backward()
+    ref = lambda x, w, b: (jax.lax.conv_general_dilated(  # noqa: E731
+        x, w, (2, 2), [(1, 1)] * 2, feature_group_count=2) + b[:, None, None]) ** 2
+    want = jax.grad(lambda *a: ref(*a).sum(), (0, 1, 2))(x0, w0, b0)
+    for t, g in zip((x, w, b), want):
+        assert_close(t.grad, g, rtol=1e-10, atol=1e-10)
+
+
+def test_max_pool2d_indices_and_gradient_routing(mode) -> None:
+    x0 = np.array([[[[1.0, 5.0, 2.0, 0.0], [3.0, 4.0, 9.0, 9.0], [0.0, 8.0, 1.0, 1.0]]]])
+    x = _leaf(x0)
+    out, idx = F.max_pool2d(x, 2, stride=1, return_indices=True)
+    assert idx.dtype == acg.int64
+    # first maximum in row-major window order, as a flat index into the 3x4 plane
+    assert idx.tolist() == [[[[1, 6, 6], [9, 6, 6]]]]
+    assert_close(out, [[[[5, 9, 9], [8, 9, 9]]]], rtol=0)
+    with mode():
+        out.sum().backward()
+    want = np.zeros((3, 4))
+    np.add.at(want.reshape(-1), np.array([1, 6, 6, 9, 6, 6]), 1.0)
+    assert_close(x.grad[0, 0], want, rtol=0)
+
+
+def test_batch_norm_updates_running_stats_in_place(mode) -> None:
+    rng = np.random.default_rng(5)
+    x0 = rng.standard_normal((4, 3, 5)) * 2 + 1
+    rm0, rv0 = rng.standard_normal(3), rng.uniform(0.5, 2, 3)
+    rm, rv = acg.tensor(rm0), acg.tensor(rv0)
+    w = _leaf(np.ones(3))
+    x = _leaf(x0)
+    out = F.batch_norm(x, rm, rv, w, None, training=True, momentum=0.3)
+    mean, var = x0.mean((0, 2)), x0.var((0, 2))
+    assert_close(rm, 0.7 * rm0 + 0.3 * mean, rtol=1e-12)
+    assert_close(rv, 0.7 * rv0 + 0.3 * x0.var((0, 2), ddof=1), rtol=1e-12)  # unbiased
+    assert rm.grad_fn is None and not rm.requires_grad
+    assert_close(out, (x0 - mean[:, None]) / np.sqrt(var[:, None] + 1e-5), rtol=1e-10)
+    with mode():  # the in-place update does not invalidate what backward saved
+        (out * acg.tensor(x0)).sum().backward()
+    f = lambda x, w: ((x - x.mean((0, 2), keepdims=True)) / jnp.sqrt(  # noqa: E731
+        x.var((0, 2), keepdims=True) + 1e-5) * w[:, None] * x0).sum()
+    want = jax.grad(f, (0, 1))(x0, np.ones(3))
+    assert_close(x.grad, want[0], rtol=1e-9, atol=1e-10)
+    assert_close(w.grad, want[1], rtol=1e-9, atol=1e-10)
+    before = rm.numpy().copy()
+    F.batch_norm(x, rm, rv, training=False)
+    assert_close(rm, before, rtol=0)  # eval leaves the buffers alone
+
+
+def test_conv_and_pool_errors() -> None:
+    x = acg.randn(1, 3, 5, 5)
+    with pytest.raises(RuntimeError, match="to have 4 channels, but got 3 channels instead"):
+        F.conv2d(x, acg.randn(2, 4, 3, 3))
+    with pytest.raises(RuntimeError, match="Kernel size can't be greater"):
+        F.conv2d(x, acg.randn(2, 3, 7, 7))
+    with pytest.raises(RuntimeError, match="should be the same"):
+        F.conv2d(x, acg.randn(2, 3, 3, 3, dtype=acg.float64))
+    with pytest.raises(ValueError, match="strided convolutions"):
+        F.conv2d(x, acg.randn(2, 3, 3, 3), stride=2, padding="same")
+    with pytest.raises(ValueError, match="Invalid padding string"):
+        F.conv2d(x, acg.randn(2, 3, 3, 3), padding="full")
+    with pytest.raises(RuntimeError, match="pad should be at most half"):
+        F.max_pool2d(x, 2, padding=2)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        F.batch_norm(acg.randn(1, 3), None, None, training=True)
+    with pytest.raises(RuntimeError, match="running_mean"):
+        F.batch_norm(x, None, None, training=False)
+
+
+# -- losses ---------------------------------------------------------------------------------------
+def _np_log_softmax(x: np.ndarray, c: int) -> np.ndarray:
+    z = x - x.max(c, keepdims=True)
+    return z - np.log(np.exp(z).sum(c, keepdims=True))
+
+
+def _np_cross_entropy(x, t, w, reduction, ignore, ls, probs):
+    """PyTorch's documented formulas, written with numpy loops over the samples."""
+    c = 1 if x.ndim > 1 else 0
+    n_cls = x.shape[c]
+    logp = np.moveaxis(_np_log_softmax(x, c), c, -1).reshape(-1, n_cls)  # one row per sample
+    wv = np.ones(n_cls) if w is None else w
+    if probs:
+        tp = np.moveaxis(t, c, -1).reshape(-1, n_cls) * (1 - ls) + ls / n_cls
+        losses = np.array([-(lp * tt * wv).sum() for lp, tt in zip(logp, tp)])
+        denom = len(losses)
+    else:
+        losses, denom = [], 0.0
+        for lp, k in zip(logp, t.reshape(-1)):
+            if k == ignore:
+                losses.append(0.0)
+                continue
+            losses.append((1 - ls) * -lp[k] * wv[k] + ls / n_cls * -(lp * wv).sum())
+            denom += wv[k]
+        losses = np.array(losses)
+    shape = t.shape if not probs else np.moveaxis(t, c, -1).shape[:-1]
+    return {"none": losses.reshape(shape), "sum": losses.sum(),
+            "mean": losses.sum() / denom}[reduction]
+
+
+@pytest.mark.parametrize("shape", [(5,), (4, 5), (2, 5, 3, 2)], ids=["1d", "2d", "4d"])
+@pytest.mark.parametrize("probs", [False, True], ids=["index", "probs"])
+@pytest.mark.parametrize("weighted", [False, True], ids=["", "weight"])
+@pytest.mark.parametrize("ls", [0.0, 0.25], ids=["", "ls"])
+def test_cross_entropy_every_combination_matches_numpy(shape, probs, weighted, ls) -> None:
+    rng = np.random.default_rng(len(shape) * 8 + probs * 4 + weighted * 2 + int(ls > 0))
+    x = rng.standard_normal(shape)
+    c = 1 if len(shape) > 1 else 0
+    tshape = shape[:c] + shape[c + 1:]
+    if probs:
+        t = rng.dirichlet(np.ones(5), tshape)
+        t = np.moveaxis(t, -1, c) if len(shape) > 1 else t
+    else:
+        t = rng.integers(0, 5, tshape)
+        if t.ndim:
+            t.reshape(-1)[:: 3] = 3  # ignore_index=3 hits some samples (not all)
+        else:
+            t = np.array(1)
+    w = rng.uniform(0.5, 2, 5) if weighted else None
+    for reduction in ("none", "sum", "mean"):
+        got = F.cross_entropy(acg.tensor(x), acg.tensor(t), None if w is None else acg.tensor(w),
+                              ignore_index=3, reduction=reduction, label_smoothing=ls)
+        want = _np_cross_entropy(x, t, w, reduction, 3, ls, probs)
+        assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_losses_gradients_agree_across_modes(mode) -> None:
+    rng = np.random.default_rng(6)
+    x0, t0 = rng.standard_normal((4, 3)) * 30, rng.uniform(0, 1, (4, 3))
+    x, pw = _leaf(x0), _leaf(np.array([0.5, 2.0, 1.0]))
+    loss = (F.binary_cross_entropy_with_logits(x, acg.tensor(t0), pos_weight=pw)
+            + F.smooth_l1_loss(x, acg.tensor(t0), beta=0.5) + F.l1_loss(x, acg.tensor(t0))
+            + F.softplus(x).mean() + F.silu(x).mean() + F.normalize(x).sum())
+    with mode():
+        loss.backward()
+
+    def ref(x, pw):
+        p = jax.nn.log_sigmoid(x)
+        bce = -(pw * t0 * p + (1 - t0) * jax.nn.log_sigmoid(-x)).mean()
+        d = jnp.abs(x - t0)
+        huber = jnp.where(d < 0.5, d ** 2, d - 0.25).mean()
+        norm = (x / jnp.linalg.norm(x, axis=1, keepdims=True)).sum()
+        return bce + huber + d.mean() + jax.nn.softplus(x).mean() + jax.nn.silu(x).mean() + norm
+    assert np.isfinite(loss.item())  # |x| up to ~90: stable logits
+    want = jax.grad(ref, (0, 1))(x0, np.array([0.5, 2.0, 1.0]))
+    assert_close(x.grad, want[0], rtol=1e-9, atol=1e-12)
+    assert_close(pw.grad, want[1], rtol=1e-9, atol=1e-12)
+
+
+def test_normalize_zero_vector_has_finite_gradient(mode) -> None:
+    x = _leaf(np.array([[0.0, 0.0], [3.0, 4.0]]))
+    out = F.normalize(x)
+    with mode():
+        out.sum().backward()
+    assert_close(out, [[0, 0], [0.6, 0.8]], rtol=1e-12)
+    assert np.isfinite(x.grad.numpy()).all()
+    assert_close(x.grad[0], [1e12, 1e12], rtol=1e-9)  # 1 / eps, as PyTorch's clamp_min
+
+
+def test_pad_reflect_gradient_folds_back(mode) -> None:
+    x = _leaf(np.arange(4.0).reshape(1, 4))
+    out = F.pad(x, (2, 1), mode="reflect")  # [2 1 | 0 1 2 3 | 2]
+    assert out.tolist() == [[2.0, 1.0, 0.0, 1.0, 2.0, 3.0, 2.0]]
+    with mode():
+        out.sum().backward()
+    assert x.grad.tolist() == [[1.0, 2.0, 3.0, 1.0]]
+
+
+def test_loss_and_pad_errors() -> None:
+    x = acg.rand(3, 4)
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        F.binary_cross_entropy(x + 1, x)
+    with pytest.raises(ValueError, match="different to the input size"):
+        F.binary_cross_entropy(x, x[0])
+    with pytest.raises(ValueError, match="must be the same as input size"):
+        F.binary_cross_entropy_with_logits(x, x[:, :2])
+    with pytest.raises(ValueError, match="not a valid value for reduction"):
+        F.l1_loss(x, x, reduction="avg")
+    with pytest.raises(RuntimeError, match="negative values for beta"):
+        F.smooth_l1_loss(x, x, beta=-1.0)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        F.nll_loss(x, acg.tensor([0, 4, 1]))
+    with pytest.raises(RuntimeError, match="Padding size should be less than"):
+        F.pad(x, (4, 0), mode="reflect")
+    with pytest.raises(RuntimeError, match="divisible by 2"):
+        F.pad(x, (1,))
+    with pytest.raises(RuntimeError, match="Unrecognised padding mode"):
+        F.pad(x, (1, 1), mode="mirror")

@@ -72,6 +72,27 @@ def test_unsupported_objects_are_refused():
         acg.save(np.array([None]), io.BytesIO())
 
 
+def _net():
+    return acg.nn.Sequential(acg.nn.Linear(4, 8), acg.nn.BatchNorm1d(8), acg.nn.ReLU(),
+                             acg.nn.LayerNorm(8), acg.nn.Linear(8, 2))
+
+
+def test_module_state_dict_with_buffers_round_trips(tmp_path):
+    net = _net()
+    net(acg.randn(6, 4))  # training mode: BatchNorm's running statistics move
+    acg.save(net.state_dict(), tmp_path / "net.acg")
+    sd = acg.load(tmp_path / "net.acg")
+    assert list(sd) == list(net.state_dict()) and isinstance(sd, collections.OrderedDict)
+    assert sd["1.num_batches_tracked"].dtype == acg.int64
+    fresh = _net()
+    fresh.load_state_dict(sd)
+    net.eval(), fresh.eval()
+    x = acg.randn(3, 4)
+    np.testing.assert_array_equal(fresh(x).numpy(), net(x).numpy())
+    for k, v in net.state_dict().items():
+        np.testing.assert_array_equal(np.asarray(fresh.state_dict()[k]), np.asarray(v))
+
+
 def _saved_bytes():
     buf = io.BytesIO()
     acg.save({"w": acg.arange(64).float()}, buf)
