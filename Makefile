@@ -21,7 +21,7 @@ test: $(STAMP)  ## the test suite CI runs
 test-slow: $(STAMP)  ## long fuzzing and soak runs
 	ACG_SLOW=1 $(PYTEST) -q -p no:cacheprovider
 
-bench: $(STAMP)  ## the backward-throughput benchmark suite
+bench: $(STAMP)  ## the benchmark suite: backward, whole-step and per-op groups
 	$(VENV)/bin/python -m autograd_compile bench
 
 clean:

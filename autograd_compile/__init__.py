@@ -34,3 +34,6 @@ from . import backends, compiled_autograd  # noqa: E402
 from . import distributed  # noqa: E402
 from .nn import parallel as _nn_parallel  # noqa: E402,F401  (acg.nn.parallel)
 from .proxy_tensor import make_fx  # noqa: E402
+from .serialization import load, save  # noqa: E402
+from . import aot  # noqa: E402
+from .aot import compile  # noqa: E402,A001  (torch.compile's analog shadows the builtin here)

@@ -1,4 +1,5 @@
-"""``python -m autograd_compile demo|bench``: the main job and the benchmarks."""
+"""``python -m autograd_compile demo|bench|launch``: the main job, the benchmarks, and the
+multi-process launcher."""
 from __future__ import annotations
 
 import sys
@@ -6,7 +7,7 @@ import sys
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: python -m autograd_compile {demo,bench} [options]")
+        print("usage: python -m autograd_compile {demo,bench,launch} [options]")
         return 0
     command, rest = argv[0], argv[1:]
     if command == "demo":
@@ -15,7 +16,10 @@ def main(argv: list[str]) -> int:
     if command == "bench":
         from .benchmarks.run import main as bench  # benchmarks/, installed here
         return bench(rest)
-    print(f"unknown command {command!r}; expected 'demo' or 'bench'", file=sys.stderr)
+    if command == "launch":  # torchrun-like: N processes joined by distributed.init()
+        from .distributed.launch import main as launch
+        return launch(rest)
+    print(f"unknown command {command!r}; expected 'demo', 'bench' or 'launch'", file=sys.stderr)
     return 2
 
 

@@ -1,7 +1,8 @@
 """Every debug and log flag, read from the environment in one place.
 
 - ``ACG_LOGS``: comma-separated log channels, e.g. ``compiled_autograd`` or
-  ``compiled_autograd_verbose`` (like ``TORCH_LOGS``).
+  ``compiled_autograd_verbose`` (like ``TORCH_LOGS``); ``aot`` logs what ``acg.compile``
+  traces (both graphs and their guards) and why it traces again.
 - ``ACG_DEBUG``: ``1`` adds extra context to errors.
 - ``ACG_CHECK``: ``1`` runs IR checkers (``Graph.lint()``,
   ``dispatcher.check_invariants``) after every pass and registration.

@@ -77,10 +77,11 @@ def train(system: str, steps: int, batch: int, log_every: int) -> dict[str, Any]
     for p in model.parameters():
         p.register_post_accumulate_grad_hook(log)
     xs, ys = make_data(batch * 16)
-    losses, times = [], []
+    losses, times, step_times = [], [], []
     for step in range(steps):
         i = (step % 16) * batch
         x, y = acg.tensor(xs[i:i + batch]), acg.tensor(ys[i:i + batch])
+        step_start = time.perf_counter()  # whole step: forward + backward + optimizer
         logits = model(x)
         clip = clip_rows(1.0)
         if system == "compiled-pure":  # the clip is a pure tensor function: traced into XLA
@@ -95,11 +96,15 @@ def train(system: str, steps: int, batch: int, log_every: int) -> dict[str, Any]
             p.grad._data.block_until_ready()
         times.append(time.perf_counter() - start)
         opt.step()
+        for p in model.parameters():
+            p._data.block_until_ready()
+        step_times.append(time.perf_counter() - step_start)
         losses.append(loss.item())
         if log_every and (step % log_every == 0 or step == steps - 1):
             print(f"  [{system:8s}] step {step:4d}  loss {losses[-1]:.4f}")
     params = [p.numpy() for p in model.parameters()]
-    return {"losses": losses, "times": times, "params": params, "hook_calls": log.calls}
+    return {"losses": losses, "times": times, "params": params, "hook_calls": log.calls,
+            "step_times": step_times}
 
 
 def main(argv: list[str]) -> int:
@@ -133,3 +138,17 @@ def report(results: dict[str, dict[str, Any]], steps: int) -> None:
                    zip(results["eager"]["params"], results[other]["params"]))
         print(f"  max |param eager - param {other}| after {steps} steps: {diff:.2e}")
     print(f"  compiled autograd counters: {dict(acg.compiled_autograd.counters)}")
+    report_steps(results, skip)
+
+
+def report_steps(results: dict[str, dict[str, Any]], skip: int) -> None:
+    """Whole-step time (forward + backward + optimizer step), beside the backward table."""
+    print("\nwhole step time (forward + backward + SGD step; median over steps after warm-up)")
+    base = None
+    for system, r in results.items():
+        med = statistics.median(r["step_times"][skip:]) * 1e6
+        base = base or med
+        print(f"  {system:14s} {med:9.1f} us   first step {r['step_times'][0] * 1e3:8.1f} ms   "
+              f"speed-up vs eager {base / med:5.2f}x")
+    print("  (all systems, more models, JAX and PyTorch: python -m autograd_compile bench "
+          "--group step)")

@@ -29,9 +29,20 @@ _FLOATING = frozenset(map(jnp.dtype, (jnp.float16, jnp.bfloat16, jnp.float32, jn
                                       jnp.complex64, jnp.complex128)))
 
 
+_IS_FLOATING: dict[Any, bool] = {}  # by the dtype object given: no jnp.dtype() per op call
+
+
 def is_floating(dtype: Any) -> bool:
     """True for dtypes that can require gradients."""
-    return jnp.dtype(dtype) in _FLOATING
+    try:
+        return _IS_FLOATING[dtype]
+    except (KeyError, TypeError):  # TypeError: an unhashable dtype-like
+        floating = jnp.dtype(dtype) in _FLOATING
+    try:
+        _IS_FLOATING[dtype] = floating
+    except TypeError:
+        pass
+    return floating
 
 
 class RemovableHandle:
@@ -388,8 +399,19 @@ def _write_back(op: Any, args: tuple, kwargs: dict, out: Any) -> Any:
         if new.shape != t._data.shape:
             raise RuntimeError(f"{op}: in-place result has shape {list(new.shape)} but the "
                                f"tensor written to has shape {list(t.shape)}")
-        t._set_data(new.astype(t._data.dtype))
+        t._set_data(_keep_placement(new.astype(t._data.dtype), t._data))
     return targets[0] if len(targets) == 1 else tuple(targets)
+
+
+def _keep_placement(new: Any, old: Any) -> Any:
+    """An in-place op keeps the tensor where it lives: a result that ignores the old value
+    (copy_, fill_) would otherwise land on one device instead of the old value's mesh."""
+    if isinstance(old, jax.core.Tracer) or isinstance(new, jax.core.Tracer):
+        return new
+    sharding = getattr(old, "sharding", None)
+    if isinstance(sharding, jax.sharding.NamedSharding) and new.sharding != sharding:
+        return jax.device_put(new, sharding)
+    return new
 
 
 _dispatcher.set_tensor_type(Tensor, _backend_call)

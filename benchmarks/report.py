@@ -108,43 +108,122 @@ def write_json(path: str, doc: dict[str, Any]) -> None:
     Path(path).write_text(json.dumps(doc, indent=1, default=str))
 
 
-def plot(results: list[WorkloadResult], path: str) -> None:
-    """Grouped bars: median us per backward, one group per workload, IQR as error bars."""
+Panel = tuple[str, list[str], list[tuple[str, dict[str, list[float]]]]]
+
+
+def _panel(title: str, order: tuple[str, ...], groups: list[tuple[str, dict[str, list[float]]]]
+           ) -> Panel:
+    """(title, systems in plotting order, [(workload, system -> samples)])."""
+    measured = {n for _, by in groups for n, v in by.items() if v}
+    return title, [n for n in order if n in measured], groups
+
+
+def plot(results: list[WorkloadResult], path: str, step: list[Any] = ()) -> None:
+    """Grouped bars, one group per workload, IQR as error bars: the backward group, and
+    the step group in a second panel when it ran."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    measured = {n for w in results for n, r in w.results.items() if r.samples_us}
-    systems = [n for n in ALL_SYSTEMS if n in measured]  # aliases would repeat a bar
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.8 * len(results) + 2), 4.5))
-    width = 0.8 / max(len(systems), 1)
-    for i, name in enumerate(systems):
-        xs, ys, errs = _bars(results, name)
-        ax.bar([x + (i - (len(systems) - 1) / 2) * width for x in xs], ys, width, yerr=errs,
-               label=name, capsize=2)
-    all_medians = [m for w in results for m in medians(w).values()]
-    if all_medians and max(all_medians) / min(all_medians) > LOG_SCALE_SPREAD:
-        ax.set_yscale("log")
-    ax.set_xticks(range(len(results)), [w.name for w in results])
-    ax.set_ylabel("us per backward (median)")
-    ax.set_title("backward-only time per system (lower is better)")
-    ax.legend(fontsize="small")
+    from .step import SYSTEMS as STEP_SYSTEMS
+    panels = [_panel("backward only (us per backward, lower is better)", ALL_SYSTEMS,
+                     [(w.name, {n: r.samples_us for n, r in w.results.items()})
+                      for w in results])] if results else []
+    if step:
+        panels.append(_panel("whole step: forward + backward + SGD (us per step)",
+                             tuple(STEP_SYSTEMS),
+                             [(w.name, {n: r.step_us for n, r in w.results.items()})
+                              for w in step]))
+    widest = max(len(p[2]) for p in panels)
+    fig, axes = plt.subplots(len(panels), 1, squeeze=False,
+                             figsize=(max(6.0, 1.8 * widest + 2), 4.5 * len(panels)))
+    for ax, panel in zip(axes[:, 0], panels):
+        _draw(ax, *panel)
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
-def _bars(results: list[WorkloadResult], name: str
+def _draw(ax: Any, title: str, systems: list[str],
+          groups: list[tuple[str, dict[str, list[float]]]]) -> None:
+    width = 0.8 / max(len(systems), 1)
+    all_medians = []
+    for i, name in enumerate(systems):
+        xs, ys, errs = _bars(groups, name)
+        all_medians += ys
+        ax.bar([x + (i - (len(systems) - 1) / 2) * width for x in xs], ys, width, yerr=errs,
+               label=name, capsize=2)
+    if all_medians and max(all_medians) / min(all_medians) > LOG_SCALE_SPREAD:
+        ax.set_yscale("log")
+    ax.set_xticks(range(len(groups)), [g[0] for g in groups])
+    ax.set_ylabel("us (median)")
+    ax.set_title(title)
+    ax.legend(fontsize="small")
+
+
+def _bars(groups: list[tuple[str, dict[str, list[float]]]], name: str
           ) -> tuple[list[int], list[float], list[list[float]]]:
     """x positions, medians and [below, above] IQR error lengths of one system's bars."""
     xs, ys, lo, hi = [], [], [], []
-    for x, w in enumerate(results):
-        r = w.results.get(name)
-        if r is None or not r.samples_us:
+    for x, (_, by) in enumerate(groups):
+        samples = by.get(name)
+        if not samples:
             continue
-        s = summarize(r.samples_us)
+        s = summarize(samples)
         xs.append(x)
         ys.append(s["median_us"])
         lo.append(s["median_us"] - s["q1_us"])
         hi.append(s["q3_us"] - s["median_us"])
     return xs, ys, [lo, hi]
+
+
+# -- the step group -------------------------------------------------------------------------
+
+_STEP_HEADER = ("workload", "system", "step us", "IQR us", "forward us", "first ms",
+                "/jax-floor", "/torch-eager", "grads / note")
+
+
+def step_medians(w: Any) -> dict[str, float]:
+    return {n: summarize(r.step_us)["median_us"] for n, r in w.results.items() if r.step_us}
+
+
+def _step_rows(w: Any) -> list[tuple[str, ...]]:
+    med, rows = step_medians(w), []
+    for name, r in w.results.items():
+        if r.error or not r.step_us:
+            rows.append((w.name, name, "ERROR", *_BLANK, r.error or "no samples"))
+            continue
+        s, f = summarize(r.step_us), summarize(r.forward_us)
+        first = f"{r.first_us / 1e3:.1f}" if r.first_us is not None else "-"
+        rows.append((w.name, name, f"{s['median_us']:.1f}", f"{s['iqr_us']:.1f}",
+                     f"{f['median_us']:.1f}", first, ratio(s["median_us"], med.get("jax-floor")),
+                     ratio(s["median_us"], med.get("torch-eager")), r.grad_check or "-"))
+    return rows + [(w.name, n, "skipped", *_BLANK, why) for n, why in w.skipped.items()]
+
+
+def print_step_table(results: list[Any], skipped: dict[str, str], out: TextIO) -> None:
+    """Whole-step and forward medians per system per workload, ratios to the floor."""
+    rows = [_STEP_HEADER] + [row for w in results for row in _step_rows(w)]
+    rows += [(name, "-", "skipped", *_BLANK, why) for name, why in skipped.items()]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_STEP_HEADER) - 1)] + [0]
+    print("\nwhole training step (forward + backward + SGD step), median over timed reps "
+          "(ratios: step time / reference step time)", file=out)
+    for row in rows:
+        print("  ".join(c.rjust(wd) if 2 <= i < len(widths) - 1 else c.ljust(wd)
+                        for i, (c, wd) in enumerate(zip(row, widths))).rstrip(), file=out)
+
+
+def print_step_sweep(sweep: dict[str, list[dict[str, Any]]], out: TextIO) -> None:
+    """Per workload/system: counters after each batch size (one cache from reset)."""
+    for key, rows in sweep.items():
+        print(f"\nstep batch-size sweep, {key} (counters cumulative since reset)", file=out)
+        print("  batch  captures  compiles  compile_traces  first ms  second ms", file=out)
+        for r in rows:
+            print(f"  {r['batch']:5d}  {r.get('captures', 0):8d}  {r.get('compiles', 0):8d}  "
+                  f"{r.get('compile_traces', 0):14d}  {r['first_step_us'] / 1e3:8.1f}  "
+                  f"{r['second_step_us'] / 1e3:9.2f}", file=out)
+
+
+def step_json(w: Any) -> dict[str, Any]:
+    return {"sizes": w.sizes, "systems": {n: r.to_json() for n, r in w.results.items()},
+            "skipped": w.skipped, "acg_counters_timed": w.acg_counters_timed}

@@ -1,5 +1,9 @@
 """``python -m autograd_compile bench``: backward-only throughput, side by side.
 
+Groups (``--group``, default all): ``backward`` (below), ``step`` (whole training
+steps: forward + backward + optimizer step, see ``step.py``), ``ops`` (eager overhead
+of one recorded op against the raw jitted JAX call, see ``ops.py``).
+
 Methodology
 -----------
 What is timed is **one backward pass and nothing else**. For every rep a system
@@ -51,19 +55,25 @@ medians across runs.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import jax
 
+from . import ops as ops_group
 from . import report
+from . import step as step_group
+from .step_models import STEP_NAMES
 from .measure import GRAD_ATOL_FRACTION, GRAD_RTOL, WorkloadResult, measure, runs_per_workload
 from . import xla_trap
 from .sweep import SWEEP_WORKLOADS, batch_sweep
 from .systems import ALL_SYSTEMS, plan
 from .workloads import NAMES, Workload, build
 
+GROUPS = ("backward", "step", "ops")
 DEFAULT_REPS, SMOKE_REPS = 30, 3
 DEFAULT_WARMUP, SMOKE_WARMUP = 5, 1
 
@@ -80,12 +90,21 @@ def _names(value: str, allowed: tuple[str, ...], what: str) -> list[str]:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m autograd_compile bench",
                                  description="Backward-only throughput, systems side by side.")
+    ap.add_argument("--group", default=",".join(GROUPS),
+                    type=lambda v: _names(v, GROUPS, "group"),
+                    help=f"comma-separated, default all: {','.join(GROUPS)}")
     ap.add_argument("--workload", default=",".join(NAMES),
                     type=lambda v: _names(v, NAMES, "workload"),
                     help=f"comma-separated, default all: {','.join(NAMES)}")
     ap.add_argument("--systems", default=",".join(ALL_SYSTEMS),
                     type=lambda v: _names(v, ALL_SYSTEMS, "system"),
                     help=f"comma-separated, default all: {','.join(ALL_SYSTEMS)}")
+    ap.add_argument("--step-workload", default=",".join(STEP_NAMES),
+                    type=lambda v: _names(v, STEP_NAMES, "step workload"),
+                    help=f"step group, comma-separated, default all: {','.join(STEP_NAMES)}")
+    ap.add_argument("--step-systems", default=",".join(step_group.SYSTEMS),
+                    type=lambda v: _names(v, tuple(step_group.SYSTEMS), "step system"),
+                    help=f"step group, default all: {','.join(step_group.SYSTEMS)}")
     ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
                     help="jax device for parameters and data")
     ap.add_argument("--reps", type=int, default=None,
@@ -152,10 +171,13 @@ def run_suite(args: argparse.Namespace, device: jax.Device) -> list[WorkloadResu
 
 
 def _config(args: argparse.Namespace) -> dict[str, Any]:
-    return {"workloads": args.workload, "systems": args.systems, "reps": args.reps,
+    return {"groups": args.group, "workloads": args.workload, "systems": args.systems,
+            "step_workloads": args.step_workload, "step_systems": args.step_systems,
+            "reps": args.reps,
             "warmup": args.warmup, "smoke": args.smoke, "torch_backend": args.torch_backend,
             "grad_rtol": GRAD_RTOL, "grad_atol_fraction_of_max": GRAD_ATOL_FRACTION,
-            "timing": "backward only; interleaved per rep; median and IQR"}
+            "timing": "backward: the backward alone; step: forward + backward + SGD step; "
+                      "ops: a loop of op calls; systems interleaved per rep; median and IQR"}
 
 
 def _trap_main(args: argparse.Namespace, device: jax.Device) -> int:
@@ -194,26 +216,72 @@ def main(argv: list[str]) -> int:
         print(f"bench: note: {args.reps} timed reps (< {DEFAULT_REPS}); medians will be rough",
               file=sys.stderr)
     env = report.environment(device)
-    results = run_suite(args, device)
-    sweep = {} if args.no_sweep else {n: batch_sweep(n, args.smoke, device)
-                                      for n in SWEEP_WORKLOADS if n in args.workload}
+    backward = "backward" in args.group
+    results = run_suite(args, device) if backward else []
+    sweep = {} if args.no_sweep or not backward else {
+        n: batch_sweep(n, args.smoke, device) for n in SWEEP_WORKLOADS if n in args.workload}
+    steps, step_skipped, step_sweep = _run_step_group(args, device)
+    op_results = ops_group.run_ops(device, args.reps, args.warmup, args.smoke,
+                                   _torch_available()) if "ops" in args.group else []
     env["loadavg_at_end"] = os.getloadavg()
-    failures = [f for w in results for f in w.failures()]
-    _output(args, env, results, sweep, failures)
+    failures = [f for w in results + steps for f in w.failures()]
+    _output(args, env, results, sweep, op_results, failures)
+    _output_step(args, steps, step_skipped, step_sweep)
+    if args.plot and (results or steps):
+        report.plot(results, args.plot, steps)
     return 1 if failures else 0
 
 
+def _run_step_group(args: argparse.Namespace, device: jax.Device) -> tuple[
+        list[step_group.StepWorkloadResult], dict[str, str], dict[str, list[dict[str, Any]]]]:
+    """The step group's workloads, then its batch sweep (mlp, mlp_small; compiled systems)."""
+    if "step" not in args.group:
+        return [], {}, {}
+    steps, skipped = step_group.run_steps(args.step_workload, args.step_systems, device,
+                                          args.reps, args.warmup, args.smoke,
+                                          args.torch_backend)
+    sweep = {}
+    for w in steps if not args.no_sweep else ():
+        for system in step_group.SWEEP_SYSTEMS:
+            if w.name in SWEEP_WORKLOADS and system in w.results and not w.results[system].error:
+                sweep[f"{w.name}/{system}"] = step_group.step_sweep(w.name, system, args.smoke,
+                                                                    device)
+    return steps, skipped, sweep
+
+
+def _output_step(args: argparse.Namespace, steps: list[step_group.StepWorkloadResult],
+                 skipped: dict[str, str], sweep: dict[str, list[dict[str, Any]]]) -> None:
+    """The step table and sweep on stdout; the step section of the JSON."""
+    if not steps and not skipped:
+        return
+    report.print_step_table(steps, skipped, sys.stdout)
+    report.print_step_sweep(sweep, sys.stdout)
+    if args.json:
+        doc = json.loads(Path(args.json).read_text())
+        doc["step"] = {"workloads": {w.name: report.step_json(w) for w in steps},
+                       "skipped": skipped, "batch_sweep": sweep}
+        report.write_json(args.json, doc)
+
+
+def _torch_available() -> bool:
+    from .systems import torch_available
+    return torch_available()
+
+
 def _output(args: argparse.Namespace, env: dict[str, Any], results: list[WorkloadResult],
-            sweep: dict[str, list[dict[str, Any]]], failures: list[str]) -> None:
-    """The table and sweep on stdout, failures on stderr, then the JSON and the plot."""
-    report.print_table(results, sys.stdout)
+            sweep: dict[str, list[dict[str, Any]]], op_results: list[ops_group.OpResult],
+            failures: list[str]) -> None:
+    """The tables and sweep on stdout, failures on stderr, then the JSON and the plot."""
+    if results:
+        report.print_table(results, sys.stdout)
     report.print_sweep(sweep, sys.stdout)
+    if op_results:
+        ops_group.print_ops(op_results, sys.stdout)
     for f in failures:
         print(f"FAILED {f}", file=sys.stderr)
     if args.json:
         report.write_json(args.json, {
             "environment": env, "config": _config(args), "failures": failures,
             "workloads": {w.name: report.workload_json(w) for w in results},
-            "batch_sweep": sweep})
-    if args.plot:
-        report.plot(results, args.plot)
+            "batch_sweep": sweep, "ops": ops_group.ops_json(op_results)})
+

@@ -59,7 +59,8 @@ def child(argv: list[str]) -> int:
     """In the subprocess: the bench CLI on mlp, then the forward probe, into one JSON."""
     from .run import main, parse_args, resolve_device
     out, bench_args = argv[0], argv[1:]
-    rc = main(["--workload", "mlp", "--systems", ",".join(TRAP_SYSTEMS), "--no-sweep",
+    rc = main(["--group", "backward", "--workload", "mlp", "--systems", ",".join(TRAP_SYSTEMS),
+               "--no-sweep",
                "--no-progress", "--json", out, *bench_args])
     args = parse_args(bench_args)
     doc = json.loads(Path(out).read_text())

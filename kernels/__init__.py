@@ -6,7 +6,8 @@ backward formula): factories, elementwise, indexing, reductions, shape, linalg, 
 program, :mod:`.api` and :mod:`._methods` are the Python surface (``acg.*`` and Tensor
 methods), :mod:`.views` makes in-place ops on views write through to their base.
 """
-from . import factories, elementwise, indexing, reductions, shape, linalg, nn, attention  # noqa: F401
+from . import factories, elementwise, indexing, reductions, shape, linalg, nn  # noqa: F401
+from . import attention, conv  # noqa: F401
 
 __all__ = ["factories", "elementwise", "indexing", "reductions", "shape", "linalg", "nn",
-           "attention"]
+           "attention", "conv"]

@@ -53,8 +53,10 @@ def defop(schema: str, jax: Callable | None = None, *, shape: Callable | None = 
     if composite is not None:
         LIB.impl(name, composite, COMPOSITE)
     if jax is not None:
-        kernel = jitted(jax, parsed, static, dynamic, pre) if jit else jax
-        LIB.impl(name, _diagnosed(kernel, jax, shape, check, name), "Backend")
+        # jitted: the shape check runs once per new program (shapes, dtypes), not per call
+        traced_check = shape if check and jit else None
+        kernel = jitted(jax, parsed, static, dynamic, pre, traced_check) if jit else jax
+        LIB.impl(name, _diagnosed(kernel, jax, shape, check and not jit, name), "Backend")
     if shape is not None:
         register_shape_rule(op, shape)
     if backward is NONDIFF:

@@ -21,6 +21,12 @@ from autograd_compile.dispatch.schema import FunctionSchema
 
 _TRACED_TYPES = ("Tensor", "Scalar", "float")
 _TRACED = object()  # marks a traced slot in the static tuple (a stable, hashable sentinel)
+_TRACED_VALUE = object()  # a traced slot whose value (a Python number) a shape check may read
+try:  # the concrete array class: one type test per argument on the hot path
+    from jax._src.array import ArrayImpl as _ARRAY
+except ImportError:  # pragma: no cover - a jax without it takes the isinstance path
+    class _ARRAY:  # type: ignore[no-redef]
+        """Never an argument's type."""
 
 
 def _traceable(v: Any) -> bool:
@@ -50,32 +56,53 @@ class _InsideTrace(Exception):
     """A structural argument is itself traced: we run inside someone's jax trace."""
 
 
+def _arrays_only(v: Any) -> bool:
+    """A traced value a shape check can judge from its shape and dtype alone."""
+    if isinstance(v, (list, tuple)):
+        return all(_arrays_only(x) for x in v)
+    return isinstance(v, jax.Array)
+
+
 def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
-           dynamic: Iterable[str] = (), pre: Callable | None = None) -> Callable:
+           dynamic: Iterable[str] = (), pre: Callable | None = None,
+           check: Callable | None = None) -> Callable:
     """``kernel`` (same calling convention) compiled with jax.jit, split per the schema.
 
     ``static``: Scalar/float arguments that must stay compile-time values (they decide
     shapes, e.g. arange's bounds); ``dynamic``: int arguments to trace (select's index);
-    ``pre``: an eager check on the concrete arguments (e.g. index bounds) run first.
+    ``pre``: an eager check on the concrete arguments (e.g. index bounds) run first;
+    ``check``: a shape rule run before the kernel. When every traced argument is a
+    Tensor given as an array, the rule reads only shapes, dtypes and static values, so
+    it runs once, when jax traces a new program; otherwise it runs on every call.
     """
     static, dynamic = set(static), set(dynamic)
     names = tuple(a.name for a in schema.arguments)
     kwonly = tuple(a.kwarg_only for a in schema.arguments)
     traced = tuple((a.type.startswith(_TRACED_TYPES) and a.name not in static)
                    or a.name in dynamic for a in schema.arguments)
-
+    tensors_only = not dynamic and all(a.type.startswith("Tensor") for a, t
+                                       in zip(schema.arguments, traced) if t)
     name = schema.qualified_name.split("::")[-1].replace(".", "_")
-    programs: dict[tuple, Callable] = {}  # one jitted function per set of static values
+    programs: dict[tuple, tuple[Callable, bool]] = {}  # per set of static values
 
-    def program(fixed: tuple) -> Callable:
+    def checked(*pos: Any, **kw: Any) -> Any:
+        check(*pos, **kw)
+        return kernel(*pos, **kw)
+
+    def program(fixed: tuple) -> tuple[Callable, bool]:
+        """(the jitted program, whether the check must run eagerly before each call)."""
+        at_trace = check is not None and _TRACED_VALUE not in fixed
+
         def body(*values: Any) -> Any:
             it = iter(values)
-            full = [next(it) if f is _TRACED else _value(f) for f in fixed]
+            full = [next(it) if f is _TRACED or f is _TRACED_VALUE else _value(f) for f in fixed]
             pos = [v for v, k in zip(full, kwonly) if not k]
-            return kernel(*pos, **{n: v for n, v, k in zip(names, full, kwonly) if k})
+            kw = {n: v for n, v, k in zip(names, full, kwonly) if k}
+            return checked(*pos, **kw) if at_trace else kernel(*pos, **kw)
         body.__name__ = body.__qualname__ = name
-        programs[fixed] = fn = jax.jit(body)  # only arrays cross: jax's C++ fast path
-        return fn
+        # only arrays cross: jax's C++ fast path
+        programs[fixed] = entry = (jax.jit(body), check is not None and not at_trace)
+        return entry
 
     def run(*args: Any, **kwargs: Any) -> Any:
         if pre is not None:
@@ -83,13 +110,17 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
         values, fixed = [], []
         try:
             for v, t in zip(schema.bind(args, kwargs), traced):
-                if t and _traceable(v):
+                if t and (type(v) is _ARRAY or _traceable(v)):
                     values.append(v)
-                    fixed.append(_TRACED)
+                    shaped = tensors_only and (type(v) is _ARRAY or _arrays_only(v))
+                    fixed.append(_TRACED if shaped else _TRACED_VALUE)
                 else:
                     fixed.append(_hashable(v))
         except _InsideTrace:  # an enclosing jit (e.g. the JAX backend) compiles it anyway
-            return kernel(*args, **kwargs)
+            return (kernel if check is None else checked)(*args, **kwargs)
         key = tuple(fixed)
-        return (programs.get(key) or program(key))(*values)
+        fn, eager_check = programs.get(key) or program(key)
+        if eager_check:
+            check(*args, **kwargs)
+        return fn(*values)
     return run

@@ -286,3 +286,69 @@ def _linear_backward(g: Any, x: Any, w: Any, b: Any, out: Any) -> tuple:
 linear = defop("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", _linear,
                shape=_linear_rule, check=True, save=("input", "weight"),
                backward=_linear_backward)
+
+
+# -- batch_norm over every dim but the channels (dim 1) ---------------------------------------
+def _bn_rule(x: Any, w: Any, b: Any, rm: Any, rv: Any, training: bool, momentum: float,
+             eps: float) -> tuple:
+    if x.ndim < 2:
+        raise RuntimeError(f"batch_norm: expected an input of at least 2 dims (N, C, ...), got "
+                           f"{list(x.shape)}")
+    c = x.shape[1]
+    for name, t in (("weight", w), ("bias", b), ("running_mean", rm), ("running_var", rv)):
+        if t is not None and not shapes_equal(t.shape, (c,)):
+            raise RuntimeError(f"batch_norm: expected {name} of shape [{c}] for an input of "
+                               f"shape {list(x.shape)}, got {list(t.shape)}")
+    if not training and (rm is None or rv is None):
+        raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
+                           "evaluation mode")
+    stat = TensorMeta((c,), promote(x.dtype, DEFAULT_FLOAT))
+    return TensorMeta(tuple(x.shape), x.dtype), stat, stat
+
+
+def _bn_dims(x: Any) -> tuple[int, ...]:
+    return (0,) + tuple(range(2, x.ndim))
+
+
+def _batch_norm(x: Any, w: Any, b: Any, rm: Any, rv: Any, training: bool, momentum: float,
+                eps: float) -> tuple:
+    """Normalised output and the statistics used: the batch's (biased var) when training."""
+    xf = x.astype(promote(x.dtype, DEFAULT_FLOAT))  # statistics in >= float32
+    c = (1, -1) + (1,) * (x.ndim - 2)
+    if training:
+        mean = jnp.mean(xf, _bn_dims(x))
+        var = jnp.mean(jnp.square(xf - mean.reshape(c)), _bn_dims(x))
+    else:
+        mean, var = rm.astype(xf.dtype), rv.astype(xf.dtype)
+    y = ((xf - mean.reshape(c)) * jax.lax.rsqrt(var.reshape(c) + eps)).astype(x.dtype)
+    y = y if w is None else y * w.reshape(c)
+    return (y if b is None else y + b.reshape(c)), mean, var
+
+
+def _bn_backward(g: tuple, x: Any, w: Any, b: Any, rm: Any, rv: Any, training: bool,
+                 momentum: float, eps: float, out: tuple) -> tuple:
+    """From the saved statistics (outputs 1, 2), never the running buffers (updated in place)."""
+    go, gmean, gvar = g
+    dims = list(_bn_dims(x))
+    c = [1, -1] + [1] * (x.ndim - 2)
+    mean, var = out[1].to(x.dtype).reshape(c), out[2].to(x.dtype).reshape(c)
+    rstd = (var + eps).rsqrt()
+    xc = x - mean
+    xhat = xc * rstd
+    gh = go if w is None else go * w.reshape(c)
+    if training:
+        n = numel(x.shape) // x.shape[1]
+        gx = rstd * (gh - gh.mean(dims, keepdim=True)
+                     - xhat * (gh * xhat).mean(dims, keepdim=True))
+        gx = gx + gmean.to(x.dtype).reshape(c) / n + xc * (gvar.to(x.dtype).reshape(c) * 2) / n
+    else:
+        gx = gh * rstd
+    gw = reduce_grad((go * xhat).sum(dims), w) if wants(w) else None
+    gb = reduce_grad(go.sum(dims), b) if wants(b) else None
+    return gx, gw, gb, None, None
+
+
+batch_norm = defop("batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
+                   "Tensor? running_var, bool training, float momentum, float eps) "
+                   "-> (Tensor, Tensor, Tensor)", _batch_norm, shape=_bn_rule, check=True,
+                   save=("input", "weight", "out"), backward=_bn_backward)

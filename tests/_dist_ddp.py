@@ -47,9 +47,12 @@ def jax_grads(params: dict, x: np.ndarray, y: np.ndarray) -> dict:
     return jax.grad(loss)(params)
 
 
-def train(mode: str, ddp: bool, shard_params: bool = False, hooks: bool = False) -> dict:
+def train(mode: str, ddp: bool, shard_params: bool = False, hooks: bool = False,
+          compiled_forward: bool = False) -> dict:
     model = make_model()
     net = DDP(model, shard_parameters=shard_params) if ddp else model
+    if compiled_forward:  # acg.compile over DDP: inputs arrive placed (shard them first)
+        net = acg.compile(net)
     opt = acg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     seen: list = []
     if hooks:  # a tensor hook doubles a gradient; a post-accumulate hook records it
@@ -62,9 +65,13 @@ def train(mode: str, ddp: bool, shard_params: bool = False, hooks: bool = False)
         x, y = data(step)
         xt, yt = acg.tensor(x), acg.tensor(y)
         if ddp:
-            yt = dist.shard(yt, net.mesh)
+            mesh = dist.device_mesh()
+            yt = dist.shard(yt, mesh)
+            xt = dist.shard(xt, mesh) if compiled_forward else xt
         opt.zero_grad()
-        loss = F.mse_loss(net(xt), yt)
+        out = net(xt)
+        out_spec = _spec(out._data)
+        loss = F.mse_loss(out, yt)
         with mode_ctx(mode):
             loss.backward()
         if first is None:
@@ -75,8 +82,9 @@ def train(mode: str, ddp: bool, shard_params: bool = False, hooks: bool = False)
                 devices={n: len(p._data.sharding.device_set) for n, p in
                          model.named_parameters()},
                 state=_state_specs(opt, model), seen=seen,
-                captures=acg.compiled_autograd.counters.get("captures", 0),
-                bytes=net.parameters_bytes_per_device() if ddp else None)
+                captures=acg.compiled_autograd.counters.get("captures", 0), out_spec=out_spec,
+                bytes=net.parameters_bytes_per_device() if ddp and not compiled_forward
+                else None)
 
 
 def _state_specs(opt: acg.optim.Optimizer, model: acg.nn.Module) -> list:
@@ -110,6 +118,13 @@ def main(modes: list[str]) -> None:
                 params=diff(r["params"], ref["params"]), grads=diff(r["first"], ref["first"]),
                 specs=r["specs"], devices=r["devices"], state=r["state"],
                 captures=r["captures"], bytes=r["bytes"])
+        if mode == "compiled-jax":
+            for shard_params in (False, True):
+                acg.aot.counters.clear()
+                r = train(mode, ddp=True, shard_params=shard_params, compiled_forward=True)
+                out[f"compile/{shard_params}"] = dict(
+                    params=diff(r["params"], ref["params"]), grads=diff(r["first"], ref["first"]),
+                    specs=r["specs"], out=r["out_spec"], aot=dict(acg.aot.counters))
         hooked, plain = train(mode, ddp=True, hooks=True), ref["first"]
         grads = [g for g, _ in hooked["seen"]]
         out[f"{mode}/hooks"] = dict(

@@ -34,8 +34,21 @@ def main() -> None:
         error = None
     except ValueError as e:
         error = str(e)
+    inplace = dist.shard(acg.ones(8, 2), mesh)
+    with acg.no_grad():
+        for step in (lambda: inplace.copy_(acg.zeros(8, 2)), lambda: inplace.add_(acg.ones(2)),
+                     lambda: inplace.zero_()):
+            step()
+            specs[f"inplace{len(specs)}"] = spec(inplace)
+    again = dist.shard(x, mesh)  # already placed: the same tensor back
+    ddp = acg.nn.parallel.DistributedDataParallel(acg.nn.Linear(2, 1), mesh)
+    try:
+        ddp(acg.ones(12, 2))
+        ddp_error = None
+    except ValueError as e:
+        ddp_error = str(e)
     metric = dist.all_reduce(acg.tensor([1.0, 5.0]), op="max").tolist()
-    emit(specs=specs, error=error, metric=metric, world=[dist.get_rank(), dist.get_world_size()],
+    emit(specs=specs, error=error, ddp_error=ddp_error, same=again is x, metric=metric, world=[dist.get_rank(), dist.get_world_size()],
          mesh=dict(mesh.shape), x=x.numpy().tolist(), xn=xn.tolist())
 
 

@@ -51,4 +51,122 @@ ATTENTION = [
 
 
 
-NN_CASES: list[Case] = ATTENTION
+
+# -- convolution / pooling / batch norm ----------------------------------------------------------
+def _taps(xp, k, s, d, out):
+    """Each kernel tap's strided slice of a padded [N, C, *spatial] array, keyed by tap index."""
+    for tap in np.ndindex(*k):
+        idx = tuple(slice(t * dd, t * dd + (o - 1) * ss + 1, ss)
+                    for t, dd, ss, o in zip(tap, d, s, out))
+        yield tap, xp[(Ellipsis,) + idx]
+
+
+def _conv_ref(x, w, b=None, stride=1, pad=0, dil=1, groups=1):
+    """Sum over taps and input channels of shifted slices times weights, group by group."""
+    n = w.ndim - 2
+    s, d = ((v,) * n if isinstance(v, int) else v for v in (stride, dil))
+    pairs = [(pad, pad)] * n if isinstance(pad, int) else pad
+    xp = jnp.pad(x, [(0, 0), (0, 0)] + list(pairs))
+    out = [(xp.shape[2 + i] - d[i] * (w.shape[2 + i] - 1) - 1) // s[i] + 1 for i in range(n)]
+    cin, cout = w.shape[1], w.shape[0] // groups
+    parts = []
+    for g in range(groups):
+        acc = 0
+        for tap, sl in _taps(xp[:, g * cin:(g + 1) * cin], w.shape[2:], s, d, out):
+            wt = w[g * cout:(g + 1) * cout][(slice(None), slice(None)) + tap]
+            acc = acc + jnp.einsum("nc...,oc->no...", sl, wt)
+        parts.append(acc)
+    y = jnp.concatenate(parts, 1)
+    return y if b is None else y + b.reshape((-1,) + (1,) * n)
+
+
+def _max_pool_ref(x, k, s, p):
+    lead = (1,) * (x.ndim - 2)
+    return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, lead + k, lead + s,
+                                 [(0, 0)] * len(lead) + [(p, p)] * 2)
+
+
+def _avg_pool_ref(x, k, s, p, extra=0, include_pad=True):
+    """Zero-padded window sums over a divisor counted by pooling ones (padding counted if
+    include_pad; ``extra`` ceil_mode cells on the right never counted)."""
+    pads = [(0, 0)] * (x.ndim - 2) + [(p, p + extra)] * 2
+    xp = jnp.pad(x, pads)
+    ones = np.pad(np.ones(x.shape[-2:]), [(p, p)] * 2, constant_values=float(include_pad))
+    ones = np.pad(ones, [(0, extra)] * 2)
+    out = [(xp.shape[-2 + i] - k[i]) // s[i] + 1 for i in range(2)]
+    total = sum(sl for _, sl in _taps(xp, k, s, (1, 1), out))
+    count = sum(sl for _, sl in _taps(ones, k, s, (1, 1), out))
+    return total / count
+
+
+def _adaptive_ref(x, oh, ow):
+    h, w = x.shape[-2:]
+    rows = [x[..., (i * h) // oh: -((-(i + 1) * h) // oh), :].mean(-2) for i in range(oh)]
+    cols = lambda r: jnp.stack([r[..., (j * w) // ow: -((-(j + 1) * w) // ow)].mean(-1)  # noqa
+                                for j in range(ow)], -1)
+    return jnp.stack([cols(r) for r in rows], -2)
+
+
+def _bn_ref(x, w=None, b=None, rm=None, rv=None, training=True, eps=1e-5):
+    dims = (0,) + tuple(range(2, x.ndim))
+    c = (1, -1) + (1,) * (x.ndim - 2)
+    mean = x.mean(dims) if training else rm
+    var = ((x - x.mean(dims, keepdims=True)) ** 2).mean(dims) if training else rv
+    y = (x - mean.reshape(c)) / jnp.sqrt(var.reshape(c) + eps)
+    return y * (1 if w is None else w.reshape(c)) + (0 if b is None else b.reshape(c))
+
+
+CONV = [
+    Case("conv2d", F.conv2d, _conv_ref, (T(2, 3, 6, 5), T(4, 3, 3, 2), T(4)), double=True),
+    Case("conv2d_stride_pad_dil_groups", lambda x, w: F.conv2d(
+        x, w, stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2),
+        lambda x, w: _conv_ref(x, w, stride=(2, 1), pad=[(1, 1), (2, 2)], dil=(1, 2), groups=2),
+        (T(2, 4, 7, 6), T(6, 2, 3, 2))),
+    Case("conv2d_same_even_kernel", lambda x, w, b: F.conv2d(x, w, b, padding="same"),
+         lambda x, w, b: _conv_ref(x, w, b, pad=[(1, 2), (0, 1)]), (T(1, 2, 5, 4), T(3, 2, 4, 2),
+                                                                     T(3))),
+    Case("conv2d_valid_unbatched", lambda x, w: F.conv2d(x, w, padding="valid"),
+         lambda x, w: _conv_ref(x[None], w)[0], (T(2, 5, 5), T(3, 2, 2, 3))),
+    Case("conv1d", lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1),
+         lambda x, w, b: _conv_ref(x, w, b, stride=2, pad=1), (T(2, 3, 9), T(4, 3, 3), T(4)),
+         double=True),
+    Case("conv1d_same_dilated_depthwise", lambda x, w: F.conv1d(
+        x, w, padding="same", dilation=2, groups=3),
+        lambda x, w: _conv_ref(x, w, pad=2, dil=2, groups=3),
+        (T(2, 3, 8), T(3, 1, 3))),
+    Case("max_pool2d", lambda x: F.max_pool2d(x, 2),
+         lambda x: _max_pool_ref(x, (2, 2), (2, 2), 0), (T(2, 3, 6, 4),), double=True),
+    Case("max_pool2d_pad_stride_3d", lambda x: F.max_pool2d(x, 3, stride=(2, 1), padding=1),
+         lambda x: _max_pool_ref(x, (3, 3), (2, 1), 1), (T(3, 7, 5),)),
+    Case("max_pool2d_ceil_dilation", lambda x: F.max_pool2d(x, 2, 2, dilation=2, ceil_mode=True),
+         lambda x: _max_pool_ceil_dil_ref(x), (T(1, 2, 7, 6),)),
+    Case("avg_pool2d", lambda x: F.avg_pool2d(x, 2),
+         lambda x: _avg_pool_ref(x, (2, 2), (2, 2), 0), (T(2, 3, 4, 6),), double=True),
+    Case("avg_pool2d_pad_ceil", lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True),
+         lambda x: _avg_pool_ref(x, (3, 3), (2, 2), 1, extra=1), (T(1, 2, 6, 6),)),
+    Case("avg_pool2d_exclude_pad", lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+         lambda x: _avg_pool_ref(x, (3, 3), (2, 2), 1, include_pad=False), (T(2, 5, 5),)),
+    Case("avg_pool2d_divisor", lambda x: F.avg_pool2d(x, 2, 1, divisor_override=3),
+         lambda x: _avg_pool_ref(x, (2, 2), (1, 1), 0) * 4 / 3, (T(1, 1, 3, 4),)),
+    Case("adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, (3, 2)),
+         lambda x: _adaptive_ref(x, 3, 2), (T(2, 3, 7, 5),), double=True),
+    Case("adaptive_avg_pool2d_1x1_none", lambda x: F.adaptive_avg_pool2d(x, (1, None)),
+         lambda x: _adaptive_ref(x, 1, 4), (T(3, 5, 4),)),
+    Case("batch_norm_train", lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+         lambda x, w, b: _bn_ref(x, w, b), (T(4, 3, 2, 2), T(3), T(3)), double=True),
+    Case("batch_norm_train_1d_plain", lambda x: F.batch_norm(x, None, None, training=True,
+                                                             eps=1e-3),
+         lambda x: _bn_ref(x, eps=1e-3), (T(5, 3),)),
+    Case("batch_norm_eval", lambda x, m, v, w, b: F.batch_norm(x, m, v, w, b),
+         lambda x, m, v, w, b: _bn_ref(x, w, b, m, v, training=False),
+         (T(2, 3, 4), C(3), C(3), T(3), T(3)), double=True),
+]
+
+
+def _max_pool_ceil_dil_ref(x):
+    """ceil_mode: 7 rows, window span 3, stride 2 -> 3 outputs (the last needs 1 pad row)."""
+    xp = jnp.pad(x, [(0, 0), (0, 0), (0, 1), (0, 1)], constant_values=-jnp.inf)
+    return jnp.max(jnp.stack([sl for _, sl in _taps(xp, (2, 2), (2, 2), (2, 2), (3, 3))]), 0)
+
+
+NN_CASES: list[Case] = ATTENTION + CONV

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import jax
+import numpy as np
 import pytest
 
 import autograd_compile
@@ -18,7 +19,7 @@ STALE_INSTALL = importlib.util.find_spec("autograd_compile.benchmarks") is None
 if STALE_INSTALL:  # an editable install made before the mapping: `pip install -e .` renews it
     autograd_compile.__path__.append(str(Path(__file__).resolve().parents[1]))
 
-from autograd_compile.benchmarks import run, sweep, xla_trap  # noqa: E402
+from autograd_compile.benchmarks import ops, run, step, step_models, sweep, xla_trap  # noqa: E402
 from autograd_compile.benchmarks.measure import compare_grads  # noqa: E402
 from autograd_compile.benchmarks.systems import JaxFloor, torch_available  # noqa: E402
 from autograd_compile.benchmarks.workloads import NAMES, build  # noqa: E402
@@ -33,9 +34,79 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """One ``--smoke`` run of every workload: its exit status, JSON and plot path."""
     tmp = tmp_path_factory.mktemp("bench")
     out, png = tmp / "bench.json", tmp / "bench.png"
-    rc = run.main(["--smoke", "--no-sweep", "--no-progress", "--systems",
-                   ",".join(SMOKE_SYSTEMS), "--json", str(out), "--plot", str(png)])
+    rc = run.main(["--group", "backward", "--smoke", "--no-sweep", "--no-progress",
+                   "--systems", ",".join(SMOKE_SYSTEMS), "--json", str(out), "--plot", str(png)])
     return {"rc": rc, "doc": json.loads(out.read_text()), "png": png}
+
+
+STEP_SMOKE_SYSTEMS = ["acg-eager", "acg-compiled", "acg-compile", "jax-floor"] + \
+    (["torch-eager"] if torch_available() else [])
+STEP_SMOKE_WORKLOADS = ["mlp_small"] + (["gpt"] if step_models.available("gpt") is None else [])
+
+
+@pytest.fixture(scope="module")
+def step_smoke(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One ``--smoke`` run of the step group (and its sweep): status, JSON, plot path."""
+    tmp = tmp_path_factory.mktemp("step")
+    out, png = tmp / "step.json", tmp / "step.png"
+    rc = run.main(["--group", "step", "--smoke", "--no-progress", "--step-workload",
+                   ",".join(STEP_SMOKE_WORKLOADS), "--step-systems", ",".join(STEP_SMOKE_SYSTEMS),
+                   "--json", str(out), "--plot", str(png)])
+    return {"rc": rc, "doc": json.loads(out.read_text()), "png": png}
+
+
+def test_step_group_runs_and_agrees_with_acg_eager(step_smoke: dict) -> None:
+    assert step_smoke["rc"] == 0, step_smoke["doc"]["failures"]
+    workloads = step_smoke["doc"]["step"]["workloads"]
+    assert sorted(workloads) == sorted(STEP_SMOKE_WORKLOADS)
+    for name, w in workloads.items():
+        for system in STEP_SMOKE_SYSTEMS:
+            r = w["systems"][system]
+            assert r["error"] is None, f"{name}/{system}: {r['error']}"
+            assert r["grad_check"] == ("reference" if system == "acg-eager" else "ok")
+            assert len(r["step_samples_us"]) == run.SMOKE_REPS
+            assert 0 < r["forward"]["median_us"] < r["step"]["median_us"]
+            assert r["first_step_us"] > 0
+
+
+def test_step_sweep_traces_and_captures_once(step_smoke: dict) -> None:
+    sweep = step_smoke["doc"]["step"]["batch_sweep"]
+    rows = sweep["mlp_small/acg-compile"]
+    assert [r["batch"] for r in rows] == list(step.SWEEP_BATCHES)
+    assert rows[-1]["compile_traces"] == 1 and rows[-1]["captures"] == 1
+    assert sweep["mlp_small/acg-compiled"][-1]["captures"] == 1
+
+
+def test_step_plot_is_written(step_smoke: dict) -> None:
+    assert step_smoke["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_step_system_without_its_feature_is_skipped_with_the_reason() -> None:
+    model = step_models.build_step("mlp_small", smoke=True)
+    cpu = jax.devices("cpu")[0]
+    assert step.SYSTEMS["acg-eager"].needs(model, cpu) is None
+    why = step.SYSTEMS["torch-eager"].needs(model, cpu)
+    assert (why is None) == torch_available()
+
+
+def test_ops_group_measures_every_op(tmp_path: Path) -> None:
+    out = tmp_path / "ops.json"
+    assert run.main(["--group", "ops", "--smoke", "--reps", "2", "--warmup", "0",
+                     "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())["ops"]
+    assert sorted(doc) == sorted(ops.OPS)
+    for op, r in doc.items():
+        for system in ("acg", "acg-grad", "jax-jit"):
+            assert r["systems"][system]["median_us"] > 0 and r["systems"][system]["n"] == 2
+
+
+def test_ops_group_computes_what_jax_computes() -> None:
+    """The timed acg call and the jax-jit floor compute the same values."""
+    cpu = jax.devices("cpu")[0]
+    for op in ops.OPS:
+        calls = ops._callables(op, cpu, torch_ok=False)
+        got = calls["acg-grad"][0]().detach().numpy()
+        np.testing.assert_allclose(got, np.asarray(calls["jax-jit"][0]()), rtol=1e-5, atol=1e-5)
 
 
 def test_smoke_run_succeeds(smoke: dict) -> None:
@@ -78,7 +149,6 @@ def test_hook_workload_calls_its_hooks_every_backward(smoke: dict) -> None:
 
 
 def test_compare_grads_catches_a_wrong_gradient() -> None:
-    import numpy as np
     ref = {"w": np.array([1.0, 2.0, 3.0], np.float32)}
     assert compare_grads({"w": ref["w"] * (1 + 1e-6)}, ref) == "ok"
     assert compare_grads({"w": ref["w"] * 1.01}, ref).startswith("w:")

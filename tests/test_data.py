@@ -36,6 +36,19 @@ def test_tensor_dataset_and_sequential_loader():
         TensorDataset(acg.ones(3), acg.ones(4))
 
 
+def test_tensor_dataset_fast_path_equals_sample_by_sample_collate():
+    ds = TensorDataset(acg.randn(9, 2, 3), acg.arange(9), acg.randn(9).to(acg.bfloat16))
+    fast = list(DataLoader(ds, batch_size=4, sampler=[8, 0, 3, 3, 5, 1, 2]))
+    slow = list(DataLoader(ds, batch_size=4, sampler=[8, 0, 3, 3, 5, 1, 2],
+                           collate_fn=lambda b: default_collate(b)))
+    assert len(fast) == len(slow) == 2
+    for fb, sb in zip(fast, slow):
+        assert isinstance(fb, list) and isinstance(sb, list)
+        for f, s in zip(fb, sb):
+            assert f.dtype == s.dtype and f.shape == s.shape
+            np.testing.assert_array_equal(np.asarray(f), np.asarray(s))
+
+
 def test_shuffle_is_a_permutation_reproducible_by_manual_seed():
     _, ds = _xy(12)
 
@@ -225,6 +238,20 @@ def test_distributed_sampler_epochs_and_errors():
     if not acg.distributed.is_initialized():
         with pytest.raises(ValueError, match="Default process group has not been initialized"):
             DistributedSampler(range(4))
+
+
+def test_distributed_sampler_reads_rank_and_world_size_from_acg_distributed(monkeypatch):
+    dist = acg.distributed
+    if not dist.is_initialized():
+        dist.init()  # one process: world size 1, rank 0
+        try:
+            assert list(DistributedSampler(range(5), shuffle=False)) == [0, 1, 2, 3, 4]
+        finally:
+            dist.destroy_process_group()
+    monkeypatch.setattr(dist, "get_world_size", lambda group=None: 3)
+    monkeypatch.setattr(dist, "get_rank", lambda group=None: 1)
+    s = DistributedSampler(range(7), shuffle=False)
+    assert (s.num_replicas, s.rank, list(s)) == (3, 1, [1, 4, 0])
 
 
 def test_training_loop_over_a_loader(mode):

@@ -37,6 +37,9 @@ def test_init_needs_a_coordinator_for_several_processes():
         dist.init(num_processes=2, process_id=0)
     with pytest.raises(ValueError, match="process_id"):
         dist.init("localhost:1", num_processes=2, process_id=5)
+    acg.ones(1).sum().item()  # jax's runtime is running in this process now
+    with pytest.raises(RuntimeError, match="before any tensor"):
+        dist.init("localhost:1", num_processes=2, process_id=1)
     assert not dist.is_initialized()
 
 
@@ -61,9 +64,14 @@ def test_placement_on_eight_devices_survives_eager_ops():
     np.testing.assert_array_equal(np.asarray(r["x"]), np.asarray(r["xn"], np.float32))
     specs = r["specs"]
     sharded = "8:['data', None]"
-    for name in ("x", "y", "ones_like", "zeros_like", "full_like", "scalar", "mixed"):
+    inplace = [n for n in specs if n.startswith("inplace")]  # copy_, add_, zero_
+    assert len(inplace) == 3
+    for name in ("x", "y", "ones_like", "zeros_like", "full_like", "scalar", "mixed", *inplace):
         assert specs[name] == sharded, (name, specs[name])
     for name in ("w", "w.grad", "loss"):
         assert specs[name] == "8:[]", (name, specs[name])
     assert "size 10 of dim 0" in r["error"] and "mesh(data=8)" in r["error"]
     assert r["metric"] == [1.0, 5.0]
+    assert r["same"]
+    # a batch that does not divide over the mesh, through DDP's forward
+    assert "size 12 of dim 0" in r["ddp_error"] and "8 devices of mesh(data=8)" in r["ddp_error"]

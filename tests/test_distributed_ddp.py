@@ -77,6 +77,15 @@ def test_compiled_backward_holds_the_gradient_collectives(ddp_run):
                                       <= p) for p in programs), programs
 
 
+@pytest.mark.parametrize("shard", [False, True], ids=["replicated", "sharded"])
+def test_acg_compile_over_ddp_on_sharded_inputs(ddp_run, shard):
+    r = ddp_run[0][f"compile/{shard}"]
+    assert r["grads"] < TOL and r["params"] < TOL, r
+    assert r["out"] == "P('data', None)"  # the compiled forward keeps the batch split
+    assert r["aot"].get("eager_runs", 0) == 0 and r["aot"]["traces"] == 1, r["aot"]
+    assert r["specs"]["0.weight"] == ("P('data', None)" if shard else "P()")
+
+
 def test_ddp_forward_passes_through_and_exposes_module():
     model = acg.nn.Linear(3, 2)
     ddp = acg.nn.parallel.DistributedDataParallel(model)

@@ -140,3 +140,78 @@ def test_sdpa_bfloat16_softmax_in_float32() -> None:
     assert out.dtype == acg.bfloat16
     ref = _softmax_attn(*(jnp.asarray(a, jnp.bfloat16).astype(jnp.float32) for a in (q, k, v)))
     assert_close(out.float(), ref, rtol=2e-2, atol=2e-2)
+
+
+# -- convolution / pooling / batch norm -------------------------------------------------------
+def test_conv2d_gradients_match_across_modes(mode) -> None:
+    rng = np.random.default_rng(4)
+    x0, w0, b0 = (rng.standard_normal(s) for s in ((2, 4, 7, 6), (6, 2, 3, 3), (6,)))
+    x, w, b = _leaf(x0), _leaf(w0), _leaf(b0)
+    out = F.conv2d(x, w, b, stride=2, padding=1, groups=2)
+    with mode():
+        (out * out).sum().backward()
+    ref = lambda x, w, b: (jax.lax.conv_general_dilated(  # noqa: E731
+        x, w, (2, 2), [(1, 1)] * 2, feature_group_count=2) + b[:, None, None]) ** 2
+    want = jax.grad(lambda *a: ref(*a).sum(), (0, 1, 2))(x0, w0, b0)
+    for t, g in zip((x, w, b), want):
+        assert_close(t.grad, g, rtol=1e-10, atol=1e-10)
+
+
+def test_max_pool2d_indices_and_gradient_routing(mode) -> None:
+    x0 = np.array([[[[1.0, 5.0, 2.0, 0.0], [3.0, 4.0, 9.0, 9.0], [0.0, 8.0, 1.0, 1.0]]]])
+    x = _leaf(x0)
+    out, idx = F.max_pool2d(x, 2, stride=1, return_indices=True)
+    assert idx.dtype == acg.int64
+    # first maximum in row-major window order, as a flat index into the 3x4 plane
+    assert idx.tolist() == [[[[1, 6, 6], [9, 6, 6]]]]
+    assert_close(out, [[[[5, 9, 9], [8, 9, 9]]]], rtol=0)
+    with mode():
+        out.sum().backward()
+    want = np.zeros((3, 4))
+    np.add.at(want.reshape(-1), np.array([1, 6, 6, 9, 6, 6]), 1.0)
+    assert_close(x.grad[0, 0], want, rtol=0)
+
+
+def test_batch_norm_updates_running_stats_in_place(mode) -> None:
+    rng = np.random.default_rng(5)
+    x0 = rng.standard_normal((4, 3, 5)) * 2 + 1
+    rm0, rv0 = rng.standard_normal(3), rng.uniform(0.5, 2, 3)
+    rm, rv = acg.tensor(rm0), acg.tensor(rv0)
+    w = _leaf(np.ones(3))
+    x = _leaf(x0)
+    out = F.batch_norm(x, rm, rv, w, None, training=True, momentum=0.3)
+    mean, var = x0.mean((0, 2)), x0.var((0, 2))
+    assert_close(rm, 0.7 * rm0 + 0.3 * mean, rtol=1e-12)
+    assert_close(rv, 0.7 * rv0 + 0.3 * x0.var((0, 2), ddof=1), rtol=1e-12)  # unbiased
+    assert rm.grad_fn is None and not rm.requires_grad
+    assert_close(out, (x0 - mean[:, None]) / np.sqrt(var[:, None] + 1e-5), rtol=1e-10)
+    with mode():  # the in-place update does not invalidate what backward saved
+        (out * acg.tensor(x0)).sum().backward()
+    f = lambda x, w: ((x - x.mean((0, 2), keepdims=True)) / jnp.sqrt(  # noqa: E731
+        x.var((0, 2), keepdims=True) + 1e-5) * w[:, None] * x0).sum()
+    want = jax.grad(f, (0, 1))(x0, np.ones(3))
+    assert_close(x.grad, want[0], rtol=1e-9, atol=1e-10)
+    assert_close(w.grad, want[1], rtol=1e-9, atol=1e-10)
+    before = rm.numpy().copy()
+    F.batch_norm(x, rm, rv, training=False)
+    assert_close(rm, before, rtol=0)  # eval leaves the buffers alone
+
+
+def test_conv_and_pool_errors() -> None:
+    x = acg.randn(1, 3, 5, 5)
+    with pytest.raises(RuntimeError, match="to have 4 channels, but got 3 channels instead"):
+        F.conv2d(x, acg.randn(2, 4, 3, 3))
+    with pytest.raises(RuntimeError, match="Kernel size can't be greater"):
+        F.conv2d(x, acg.randn(2, 3, 7, 7))
+    with pytest.raises(RuntimeError, match="should be the same"):
+        F.conv2d(x, acg.randn(2, 3, 3, 3, dtype=acg.float64))
+    with pytest.raises(ValueError, match="strided convolutions"):
+        F.conv2d(x, acg.randn(2, 3, 3, 3), stride=2, padding="same")
+    with pytest.raises(ValueError, match="Invalid padding string"):
+        F.conv2d(x, acg.randn(2, 3, 3, 3), padding="full")
+    with pytest.raises(RuntimeError, match="pad should be at most half"):
+        F.max_pool2d(x, 2, padding=2)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        F.batch_norm(acg.randn(1, 3), None, None, training=True)
+    with pytest.raises(RuntimeError, match="running_mean"):
+        F.batch_norm(x, None, None, training=False)

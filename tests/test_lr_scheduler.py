@@ -42,6 +42,10 @@ CLOSED_FORMS = {
     "LambdaLR": (lambda o: L.LambdaLR(o, lambda e: 1 / (1 + e)), lambda b, t: b / (1 + t)),
     "LinearLR": (lambda o: L.LinearLR(o, start_factor=0.25, end_factor=0.75, total_iters=4),
                  lambda b, t: b * (0.25 + 0.5 * min(t, 4) / 4)),
+    "ConstantLR": (lambda o: L.ConstantLR(o, factor=0.5, total_iters=3),
+                   lambda b, t: b * (0.5 if t < 3 else 1.0)),
+    "PolynomialLR": (lambda o: L.PolynomialLR(o, total_iters=6, power=2.0),
+                     lambda b, t: b * (1 - min(t, 6) / 6) ** 2),
 }
 
 
@@ -196,6 +200,50 @@ def test_scheduled_training_never_recompiles():
             sched.step()
     assert compile_cache_size() == before
     np.testing.assert_allclose(w.numpy(), expect, rtol=1e-6)
+
+
+def _plateau_ref(losses, lr, factor, patience, threshold, cooldown, min_lr, mode, th_mode):
+    """ReduceLROnPlateau as its documentation describes it, written out independently."""
+    best, bad, cool, out = (math.inf if mode == "min" else -math.inf), 0, 0, []
+    for x in losses:
+        if mode == "min":
+            better = x < (best * (1 - threshold) if th_mode == "rel" else best - threshold)
+        else:
+            better = x > (best * (1 + threshold) if th_mode == "rel" else best + threshold)
+        best, bad = (x, 0) if better else (best, bad + 1)
+        if cool > 0:
+            cool, bad = cool - 1, 0
+        if bad > patience:
+            new = max(lr * factor, min_lr)
+            lr = new if lr - new > 1e-8 else lr
+            cool, bad = cooldown, 0
+        out.append(lr)
+    return out
+
+
+@pytest.mark.parametrize("mode,th_mode", [("min", "rel"), ("max", "abs")])
+def test_reduce_lr_on_plateau(mode, th_mode):
+    rng = np.random.default_rng(1)
+    losses = list(np.round(rng.uniform(0, 1, 40), 1))
+    opt = _opt(lrs=(1.0,))
+    sched = L.ReduceLROnPlateau(opt, mode=mode, factor=0.5, patience=2, threshold=0.05,
+                                threshold_mode=th_mode, cooldown=1, min_lr=0.05)
+    got = []
+    for x in losses:
+        sched.step(acg.tensor(x))
+        got.append(sched.get_last_lr()[0])
+    assert got == _plateau_ref(losses, 1.0, 0.5, 2, 0.05, 1, 0.05, mode, th_mode)
+    assert got[-1] < 1.0
+    sd = sched.state_dict()
+    again = L.ReduceLROnPlateau(_opt(lrs=(1.0,)), mode="min")
+    again.load_state_dict(sd)
+    assert again.best == sched.best and again.mode == mode and "optimizer" not in sd
+    with pytest.raises(ValueError, match="Factor should be < 1.0."):
+        L.ReduceLROnPlateau(opt, factor=1.0)
+    with pytest.raises(ValueError, match="mode avg is unknown!"):
+        L.ReduceLROnPlateau(opt, mode="avg")
+    with pytest.raises(ValueError, match="expected 1 min_lrs, got 2"):
+        L.ReduceLROnPlateau(opt, min_lr=[0, 0])
 
 
 def test_docstring_examples_run():

@@ -69,7 +69,7 @@ class OpNode(Node):
         super().__init__(edges)
         self.op, self.fn, self.saved, self.arg_kinds = op, fn, saved, arg_kinds
         self.saved_out: list[SavedVariable] | None = None
-        self._name = node_name(op)
+        self._name = _NODE_NAMES.get(op) or node_name(op)
 
     def name(self) -> str:
         return self._name
@@ -137,11 +137,15 @@ def _arg_kind(value: Any, is_tensor_arg: bool) -> str:
     return "absent" if is_tensor_arg else "other"
 
 
+def _meta(t: Tensor) -> TensorMeta:
+    return TensorMeta(tuple(t.shape), t.dtype)
+
+
 def _save_value(value: Any, kind: str, keep: bool) -> Any:
     if kind == "tensor":
-        return SavedVariable(value) if keep else TensorMeta(tuple(value.shape), value.dtype)
+        return SavedVariable(value) if keep else _meta(value)
     if kind == "list":
-        return [SavedVariable(v) if keep else TensorMeta(tuple(v.shape), v.dtype) for v in value]
+        return [SavedVariable(v) if keep else _meta(v) for v in value]
     return value
 
 
@@ -159,36 +163,56 @@ class _OpInfo:
         self.save_out = bool(save and "out" in save)
 
 
-_INFO: dict[tuple[OpOverload, Derivative | None], _OpInfo] = {}
+_INFO: dict[OpOverload, tuple[Derivative | None, _OpInfo]] = {}
 
 
 def _info(op: OpOverload, deriv: Derivative | None) -> _OpInfo:
-    info = _INFO.get((op, deriv))
-    if info is None:
-        info = _INFO[(op, deriv)] = _OpInfo(op, deriv)
-    return info
+    """The op's facts, recomputed when its derivative registration changed."""
+    known = _INFO.get(op)
+    if known is None or known[0] is not deriv:
+        known = _INFO[op] = (deriv, _OpInfo(op, deriv))
+    return known[1]
+
+
+def _differentiable(bound: list, info: _OpInfo) -> tuple[tuple[str, ...], list[Tensor], bool]:
+    """Each argument's kind, the tensors that get gradients, whether one requires grad
+    (one pass; this runs on every recorded op)."""
+    kinds, tensors, wanted = [], [], False
+    for v, is_tensor_arg in zip(bound, info.tensor_args):
+        if isinstance(v, Tensor):
+            kinds.append("tensor")
+            tensors.append(v)
+            wanted = wanted or v._requires_grad
+            continue
+        kind = _arg_kind(v, is_tensor_arg)
+        kinds.append(kind)
+        if kind == "list":
+            tensors.extend(v)
+            wanted = wanted or any(t._requires_grad for t in v)
+    return tuple(kinds), tensors, wanted
 
 
 def _record(op: OpOverload, bound: list, out: Any, deriv: Derivative | None) -> Any:
     """Wire a new node between ``out`` and the tensors in ``bound``."""
     info = _info(op, deriv)
-    kinds = tuple([_arg_kind(v, t) for v, t in zip(bound, info.tensor_args)])
-    tensors = [t for v, k in zip(bound, kinds) if k == "tensor" or k == "list"
-               for t in (v if k == "list" else (v,))]
-    if not any(t._requires_grad for t in tensors):
+    kinds, tensors, wanted = _differentiable(bound, info)
+    if not wanted:
         return out
     outs = out if isinstance(out, tuple) else (out,)
-    if not any(isinstance(o, Tensor) and is_floating(o.dtype) for o in outs):
+    floating = [isinstance(o, Tensor) and is_floating(o.dtype) for o in outs]
+    if True not in floating:
         return out
-    edges = [gradient_edge(t) for t in tensors]
+    edges = [(t.grad_fn, t._output_nr) if t.grad_fn is not None else gradient_edge(t)
+             for t in tensors]
     if deriv is None:
         node: Node = ErrorNode(f"the derivative for '{op.qualname}' is not implemented", edges)
     else:
-        saved = [_save_value(v, k, keep) for v, k, keep in zip(bound, kinds, info.keep)]
+        saved = [_save_value(v, k, keep) if k != "other" else v
+                 for v, k, keep in zip(bound, kinds, info.keep)]
         node = OpNode(op, deriv.fn, edges, saved, kinds)
-    node.input_meta = [TensorMeta(tuple(o.shape), o.dtype) for o in outs]
+    node.input_meta = [_meta(o) for o in outs]
     for i, o in enumerate(outs):
-        if is_floating(o.dtype):
+        if floating[i]:
             o.grad_fn, o._output_nr, o._requires_grad = node, i, True
     if deriv is not None and info.save_out:
         node.saved_out = [SavedVariable(o, is_output=True) for o in outs]

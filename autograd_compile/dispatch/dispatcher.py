@@ -112,15 +112,23 @@ def _scan(value: Any, acc: list) -> None:
 
 
 def _keyset(args: tuple, kwargs: dict) -> int:
-    acc = [1, False]  # Backend is always present
-    for a in args:
-        _scan(a, acc)
+    keys, grad = 1, False  # Backend is always present
+    tensor = _tensor_type
+    for a in args:  # tensors inline (the common argument); lists and tuples through _scan
+        if isinstance(a, tensor):
+            keys |= a._acg_keys
+            grad = grad or a._requires_grad
+        elif type(a) in (list, tuple):
+            acc = [keys, grad]
+            _scan(a, acc)
+            keys, grad = acc
     if kwargs:
+        acc = [keys, grad]
         for a in kwargs.values():
             _scan(a, acc)
-    keys = acc[0]
+        keys, grad = acc
     tls = TLS
-    if acc[1] and tls.grad_enabled:
+    if grad and tls.grad_enabled:
         keys |= _AUTOGRAD_BIT
     if tls.mode_stack:
         keys |= _PYTHON_MODE_BIT
@@ -128,10 +136,10 @@ def _keyset(args: tuple, kwargs: dict) -> int:
 
 
 def _run(op: OpOverload, key: int, args: tuple, kwargs: dict) -> Any:
-    kernel = op.table[key]
-    if kernel is None:
+    entry = op.table[key]
+    if entry is None:
         raise _missing(op, key)
-    return kernel(op, args, kwargs)
+    return entry.call(op, args, kwargs)
 
 
 def _missing(op: OpOverload, key: int) -> Exception:

@@ -56,14 +56,15 @@ class FunctionSchema:
     arguments: tuple[Argument, ...]
     returns: tuple[str, ...]
     names: tuple[str, ...] = field(default=())
+    # read on every op call: computed once (any argument declared Tensor(a!))
+    is_mutable: bool = field(init=False, default=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "is_mutable", any(a.mutable for a in self.arguments))
 
     @property
     def qualified_name(self) -> str:
         return f"{self.name}.{self.overload}" if self.overload else self.name
-
-    @property
-    def is_mutable(self) -> bool:
-        return any(a.mutable for a in self.arguments)
 
     def __str__(self) -> str:
         parts, star = [], False
@@ -77,6 +78,8 @@ class FunctionSchema:
 
     def bind(self, args: tuple, kwargs: dict) -> list:
         """All arguments as one positional list in schema order, defaults filled."""
+        if not kwargs and len(args) == len(self.arguments):  # the common call: all given
+            return list(args)
         if len(args) > len(self.arguments):
             raise TypeError(f"{self.qualified_name}() takes at most {len(self.arguments)} "
                             f"arguments but {len(args)} were given")

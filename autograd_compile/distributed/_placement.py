@@ -102,6 +102,8 @@ def shard(t: Any, mesh: Mesh, dim: int = 0, *, axis: Any = None) -> Tensor:
     array = _array(t)
     dim = _wrap_dim(dim, array.ndim, "shard")
     sharding = sharding_for(mesh, array.ndim, dim, axis)
+    if getattr(array, "sharding", None) == sharding:  # already this global tensor
+        return t if isinstance(t, Tensor) else _make(array)
     parts = math.prod(mesh.shape[a] for a in _axes(mesh, axis))
     nproc = jax.process_count()
     global_shape = list(array.shape)

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import datetime
 import os
+import socket
+import sys
+import threading
+import time
 from typing import Any
 
 import jax
@@ -67,6 +71,11 @@ def init(coordinator_address: str | None = None, num_processes: int | None = Non
     num_processes = num_processes if num_processes is not None else _env_int("WORLD_SIZE")
     process_id = process_id if process_id is not None else _env_int("RANK")
     coordinator_address = coordinator_address or _env_coordinator()
+    if num_processes is None and _jax_already_joined():  # the user called jax's own
+        num_processes, process_id = jax.process_count(), jax.process_index()
+        _state.update(initialized=True, world_size=num_processes, multi=num_processes > 1,
+                      rank=process_id)
+        return
     num_processes = 1 if num_processes is None else num_processes
     if num_processes < 1:
         raise ValueError(f"init: num_processes must be at least 1, got {num_processes}")
@@ -85,7 +94,21 @@ def _join(coordinator: str | None, num_processes: int, process_id: int | None,
     if process_id is None or not 0 <= process_id < num_processes:
         raise ValueError(f"init: process_id must be in [0, {num_processes}), got {process_id} "
                          "(argument or RANK)")
+    if _jax_started():
+        raise RuntimeError("init: call autograd_compile.distributed.init() before any tensor is "
+                           "created or computed (JAX's runtime has already started in this "
+                           "process, and joining others must come first)")
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    if process_id != 0:
+        _wait_for_coordinator(coordinator, process_id, timeout)
+    # jax aborts the process when peers miss the deadline: say why first
+    warn = threading.Timer(0.8 * timeout, _say, (
+        f"autograd_compile.distributed.init: process {process_id} of {num_processes} is still "
+        f"waiting for its peers at {coordinator} after {0.8 * timeout:.0f} s; it stops at "
+        f"{timeout} s if they do not all join (a process failed to start, or WORLD_SIZE, RANK "
+        "or MASTER_ADDR/MASTER_PORT differ between processes)",))
+    warn.daemon = True
+    warn.start()
     try:
         jax.distributed.initialize(coordinator, num_processes, process_id,
                                    initialization_timeout=timeout,
@@ -94,6 +117,59 @@ def _join(coordinator: str | None, num_processes: int, process_id: int | None,
     except Exception as e:
         raise RuntimeError(f"init: process {process_id} of {num_processes} could not join the "
                            f"coordinator at {coordinator} within {timeout} s: {e}") from e
+    finally:
+        warn.cancel()
+    _fail_fast_on_uncaught_exception()
+
+
+def _jax_started() -> bool:
+    try:
+        from jax._src import xla_bridge
+        return bool(xla_bridge.backends_are_initialized())
+    except (ImportError, AttributeError):  # pragma: no cover - a jax without the helper
+        return False
+
+
+def _jax_already_joined() -> bool:
+    try:
+        from jax._src import distributed
+        return distributed.global_state.client is not None
+    except (ImportError, AttributeError):  # pragma: no cover
+        return False
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _wait_for_coordinator(coordinator: str, process_id: int, timeout: int) -> None:
+    """Fail with a Python error (not jax's abort) when no coordinator ever answers."""
+    host, _, port = coordinator.rpartition(":")
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=1.0):
+                return
+        except OSError as e:
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"init: process {process_id} found no coordinator at "
+                                   f"{coordinator} within {timeout} s ({e}); is rank 0 "
+                                   "running with the same MASTER_ADDR/MASTER_PORT?") from None
+            time.sleep(0.2)
+
+
+def _fail_fast_on_uncaught_exception() -> None:
+    """An uncaught exception ends a joined process at once (exit code 1): without this
+    it would wait at JAX's shutdown barrier for peers that wait for it, and neither the
+    launcher nor the peers would see the failure until that barrier timed out."""
+    previous = _state.setdefault("excepthook", sys.excepthook)
+
+    def excepthook(kind: type, value: BaseException, tb: Any) -> None:
+        previous(kind, value, tb)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
+    sys.excepthook = excepthook
 
 
 def is_initialized() -> bool:
@@ -142,6 +218,7 @@ def destroy_process_group(group: Any = None) -> None:
     _require()
     if _state["multi"]:
         jax.distributed.shutdown()
+        sys.excepthook = _state.pop("excepthook", sys.excepthook)
     _state.update(initialized=False, rank=0, world_size=1, multi=False)
 
 

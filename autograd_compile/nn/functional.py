@@ -14,6 +14,7 @@ from typing import Any, Sequence
 from ..autograd.grad_mode import no_grad
 from ..kernels import api as _api
 from ..kernels import attention as _attn
+from ..kernels import conv as _conv
 from ..kernels import nn as _nn
 from ..kernels.factories import default_generator as _default_generator
 from ..kernels._dtypes import as_dtype, is_float
@@ -22,7 +23,8 @@ from ..tensor import Tensor
 
 __all__ = ["linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
            "layer_norm", "cross_entropy", "nll_loss", "mse_loss", "dropout",
-           "scaled_dot_product_attention", "embedding"]
+           "scaled_dot_product_attention", "embedding", "conv1d", "conv2d", "conv3d",
+           "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -203,3 +205,138 @@ def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type
         norms = _api.norm(rows, norm_type, -1, True)
         factor = _api.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         weight[idx] = rows * factor
+
+
+def _tuple(v: Any, n: int, name: str) -> list[int]:
+    """An int or a sequence of n ints (PyTorch's _single/_pair/_triple)."""
+    vals = [v] * n if isinstance(v, int) else list(v)
+    if len(vals) == 1:
+        vals = vals * n
+    if len(vals) != n:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} "
+                           f"values, but got {list(vals)}")
+    return [int(x) for x in vals]
+
+
+def _conv_padding(padding: Any, weight: Tensor, stride: list[int], dilation: list[int],
+                  n: int) -> list[int]:
+    """Explicit (lo, hi) pairs per spatial dim; "same" puts an odd extra pad on the right."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return [0] * (2 * n)
+        if padding != "same":
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                             f"{{'valid', 'same'}}")
+        if any(s != 1 for s in stride):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        pairs = []
+        for i in range(n):
+            total = dilation[i] * (weight.shape[2 + i] - 1)
+            pairs += [total // 2, total - total // 2]
+        return pairs
+    return [p for v in _tuple(padding, n, "padding") for p in (v, v)]
+
+
+def _convnd(n: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
+            padding: Any, dilation: Any, groups: int) -> Tensor:
+    stride, dilation = _tuple(stride, n, "stride"), _tuple(dilation, n, "dilation")
+    pad = _conv_padding(padding, weight, stride, dilation, n)
+    unbatched = input.ndim == n + 1
+    x = input.unsqueeze(0) if unbatched else input
+    out = _conv.conv(x, weight, bias, stride, pad, dilation, groups)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """1-D convolution of input [N, C_in, L] (or [C_in, L]) with weight [C_out, C_in/groups, k];
+    ``padding``: int, tuple, "valid" or "same"."""
+    return _convnd(1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """2-D convolution (cross-correlation, as PyTorch) of input [N, C_in, H, W] with weight
+    [C_out, C_in/groups, kH, kW]; one op whose backward is two convolution ops.
+
+    >>> import autograd_compile as acg
+    >>> import autograd_compile.nn.functional as F
+    >>> F.conv2d(acg.randn(2, 3, 8, 8), acg.randn(4, 3, 3, 3), padding="same").shape
+    (2, 4, 8, 8)
+    """
+    return _convnd(2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """3-D convolution of input [N, C_in, D, H, W]."""
+    return _convnd(3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _pool_args(kernel_size: Any, stride: Any, padding: Any) -> tuple[list, list, list]:
+    k = _tuple(kernel_size, 2, "kernel_size")
+    s = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) \
+        else _tuple(stride, 2, "stride")
+    return k, s, _tuple(padding, 2, "padding")
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max over each window of input [N, C, H, W] (or [C, H, W]); the gradient goes to the
+    window's (first) maximum. ``return_indices``: also the flat H*W index of each maximum.
+
+    >>> import autograd_compile as acg
+    >>> import autograd_compile.nn.functional as F
+    >>> F.max_pool2d(acg.arange(16.0).reshape(1, 4, 4), 2).tolist()
+    [[[5.0, 7.0], [13.0, 15.0]]]
+    """
+    k, s, p = _pool_args(kernel_size, stride, padding)
+    out, idx = _conv.max_pool2d(input, k, s, p, _tuple(dilation, 2, "dilation"), ceil_mode)
+    return (out, idx) if return_indices else out
+
+
+def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """Mean over each window; ``count_include_pad`` counts zero padding in the divisor."""
+    k, s, p = _pool_args(kernel_size, stride, padding)
+    return _conv.avg_pool2d(input, k, s, p, ceil_mode, count_include_pad, divisor_override)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    """Mean over PyTorch's adaptive bins giving ``output_size`` (int, pair; None keeps a dim)."""
+    size = [output_size] * 2 if isinstance(output_size, int) or output_size is None \
+        else list(output_size)
+    size = [input.shape[-2 + i] if v is None else v for i, v in enumerate(size)]
+    return _conv.adaptive_avg_pool2d(input, size)
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel (dim 1) of input [N, C, ...], then scale and shift.
+
+    Training: batch statistics (biased variance) normalise; ``running_mean``/``running_var``
+    are updated in place without autograd (unbiased variance), as PyTorch. Eval: running stats.
+
+    >>> import autograd_compile as acg
+    >>> import autograd_compile.nn.functional as F
+    >>> rm, rv = acg.zeros(2), acg.ones(2)
+    >>> y = F.batch_norm(acg.tensor([[1.0, 2.0], [3.0, 6.0]]), rm, rv, training=True)
+    >>> rm.tolist(), rv.tolist()
+    ([0.20000000298023224, 0.4000000059604645], [1.100000023841858, 1.7000000476837158])
+    """
+    if training:
+        per_channel = input.numel() // input.shape[1] if input.ndim > 1 else 1
+        if per_channel == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                             f"size {tuple(input.shape)}")
+    out, mean, var = _nn.batch_norm(input, weight, bias, running_mean, running_var, training,
+                                    momentum, eps)
+    if training and running_mean is not None and running_var is not None:
+        n = input.numel() // input.shape[1]
+        with no_grad():
+            running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype) * momentum)
+            unbiased = var.to(running_var.dtype) * (n / (n - 1))
+            running_var.mul_(1 - momentum).add_(unbiased * momentum)
+    return out

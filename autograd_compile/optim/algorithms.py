@@ -221,8 +221,7 @@ class Adagrad(Optimizer):
                                       foreach=foreach, maximize=maximize,
                                       differentiable=differentiable, fused=fused))
         for group in self.param_groups:  # PyTorch fills Adagrad's state at construction
-            for p in group["params"]:
-                self._state_of(p, group)
+            self._states_of(group["params"], group)
 
     def _static(self, g: dict) -> tuple:
         return (bool(g["maximize"]),)

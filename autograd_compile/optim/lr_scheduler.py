@@ -26,7 +26,8 @@ from typing import Any, Callable, Sequence
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
-           "LambdaLR", "LinearLR", "OneCycleLR", "SequentialLR"]
+           "LambdaLR", "LinearLR", "ConstantLR", "PolynomialLR", "OneCycleLR", "SequentialLR",
+           "ReduceLROnPlateau"]
 
 _EPOCH_DEPRECATION = ("The epoch parameter in `scheduler.step()` was not necessary and is being "
                       "deprecated where possible. Please use `scheduler.step()` to step the "
@@ -246,6 +247,48 @@ class LinearLR(LRScheduler):
 
 
 
+class ConstantLR(LRScheduler):
+    """Scale the lr by ``factor`` for the first ``total_iters`` steps, then restore it."""
+
+    def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
+                 last_epoch: int = -1, verbose: Any = None) -> None:
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor, self.total_iters = factor, total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in self._lrs()]
+        if self.last_epoch != self.total_iters:
+            return self._lrs()
+        return [lr * (1.0 / self.factor) for lr in self._lrs()]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        done = self.last_epoch >= self.total_iters
+        return [b * (self.factor + done * (1 - self.factor)) for b in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """Decay the lr to 0 over ``total_iters`` steps as ``(1 - t / total_iters) ** power``."""
+
+    def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0,
+                 last_epoch: int = -1, verbose: Any = None) -> None:
+        self.total_iters, self.power = total_iters, power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        t, n = self.last_epoch, self.total_iters
+        if t == 0 or t > n:
+            return self._lrs()
+        decay = ((1.0 - t / n) / (1.0 - (t - 1) / n)) ** self.power
+        return [lr * decay for lr in self._lrs()]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        t, n = self.last_epoch, self.total_iters
+        return [b * (1.0 - min(n, t) / n) ** self.power for b in self.base_lrs]
+
+
 def _per_group(name: str, optimizer: Optimizer, value: Any) -> list[Any]:
     n = len(optimizer.param_groups)
     if isinstance(value, (list, tuple)):
@@ -439,3 +482,84 @@ class SequentialLR(LRScheduler):
         self.__dict__.update(state)
         for s, saved in zip(self._schedulers, inner):
             s.load_state_dict(saved)
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """Multiply the lr by ``factor`` once the metric passed to ``step`` stops improving.
+
+    >>> import autograd_compile as acg
+    >>> opt = acg.optim.SGD([acg.nn.Parameter(acg.ones(1))], lr=1.0)
+    >>> s = acg.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=1)
+    >>> for loss in [3.0, 2.0, 2.0, 2.0]:
+    ...     s.step(loss)
+    >>> s.get_last_lr()
+    [0.1]
+    """
+
+    def __init__(self, optimizer: Optimizer, mode: str = "min", factor: float = 0.1,
+                 patience: int = 10, threshold: float = 1e-4, threshold_mode: str = "rel",
+                 cooldown: int = 0, min_lr: float | Sequence[float] = 0, eps: float = 1e-8,
+                 verbose: Any = None) -> None:
+        if factor >= 1.0:
+            raise ValueError("Factor should be < 1.0.")
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.factor, self.optimizer = factor, optimizer
+        n = len(optimizer.param_groups)
+        if isinstance(min_lr, (list, tuple)):
+            if len(min_lr) != n:
+                raise ValueError(f"expected {n} min_lrs, got {len(min_lr)}")
+            self.default_min_lr, self.min_lrs = None, list(min_lr)
+        else:
+            self.default_min_lr, self.min_lrs = min_lr, [min_lr] * n
+        self.patience, self.cooldown, self.eps = patience, cooldown, eps
+        self.mode, self.threshold, self.threshold_mode = mode, threshold, threshold_mode
+        self.last_epoch = 0
+        self._last_lr = self._lrs()
+        self._init_is_better()
+        self.best, self.cooldown_counter, self.num_bad_epochs = self.mode_worse, 0, 0
+
+    def _init_is_better(self) -> None:
+        if self.mode not in ("min", "max"):
+            raise ValueError("mode " + self.mode + " is unknown!")
+        if self.threshold_mode not in ("rel", "abs"):
+            raise ValueError("threshold mode " + self.threshold_mode + " is unknown!")
+        self.mode_worse = math.inf if self.mode == "min" else -math.inf
+
+    def is_better(self, a: float, best: float) -> bool:
+        rel, th = self.threshold_mode == "rel", self.threshold
+        if self.mode == "min":
+            return a < (best * (1.0 - th) if rel else best - th)
+        return a > (best * (th + 1.0) if rel else best + th)
+
+    @property
+    def in_cooldown(self) -> bool:
+        return self.cooldown_counter > 0
+
+    def step(self, metrics: Any, epoch: int | None = None) -> None:  # type: ignore[override]
+        current = float(metrics)
+        if epoch is not None:
+            warnings.warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=2)
+        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
+        if self.is_better(current, self.best):
+            self.best, self.num_bad_epochs = current, 0
+        else:
+            self.num_bad_epochs += 1
+        if self.in_cooldown:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0
+        if self.num_bad_epochs > self.patience:
+            self._reduce_lr()
+            self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
+        self._last_lr = self._lrs()
+
+    def _reduce_lr(self) -> None:
+        for i, group in enumerate(self.optimizer.param_groups):
+            old = float(group["lr"])
+            new = max(old * self.factor, self.min_lrs[i])
+            if old - new > self.eps:
+                group["lr"] = new
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.__dict__.update(state_dict)
+        self._init_is_better()

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable
 import jax
 import jax.numpy as jnp
 
+from .. import journal
 from ..autograd.grad_mode import enable_grad
 from ..tensor import Tensor, _make
 
@@ -47,7 +48,8 @@ def _apply(rule: Rule, statics: tuple, params: tuple, grads: tuple, states: tupl
     new_params, new_states = [], []
     for opts, ps, gs, ss, h in zip(statics, params, grads, states, hypers):
         out = [rule(p, g, s, h, opts) for p, g, s in zip(ps, gs, ss)]
-        new_params.append(tuple(o[0] for o in out))
+        # a gradient of another dtype must not change the parameter's (PyTorch keeps it)
+        new_params.append(tuple(o[0].astype(p.dtype) for o, p in zip(out, ps)))
         new_states.append(tuple(o[1] for o in out))
     return tuple(new_params), tuple(new_states)
 
@@ -55,6 +57,33 @@ def _apply(rule: Rule, statics: tuple, params: tuple, grads: tuple, states: tupl
 def compile_cache_size() -> int:
     """How many XLA programs the shared update function holds (tests count recompiles)."""
     return _apply._cache_size()
+
+
+def _as_floats(v: Any) -> float | tuple[float, ...]:
+    # float() keeps one abstract signature: an int or a Tensor lr must not retrace
+    return tuple(float(x) for x in v) if isinstance(v, (tuple, list)) else float(v)
+
+
+def _device_scalars(value: float | tuple[float, ...]) -> Any:
+    return tuple(map(jnp.asarray, value)) if isinstance(value, tuple) else jnp.asarray(value)
+
+
+def _write_back(params: list[Tensor], states: list[dict], new_params: tuple,
+                new_states: tuple) -> None:
+    """The update's outputs into the parameters (in place, as PyTorch) and their state."""
+    if journal.active():  # a step inside a backward hook: record, so a failure rolls back
+        for p, a in zip(params, new_params):
+            p._set_data(a)
+    else:
+        for p, a in zip(params, new_params):
+            p._data = a
+            p._version += 1
+    for s, ns in zip(states, new_states):
+        for k, v in ns.items():
+            if k in s:
+                s[k]._data = v
+            else:  # a lazily created entry (SGD's first momentum buffer)
+                s[k] = _make(v)
 
 
 def _typename(v: Any) -> str:
@@ -76,6 +105,7 @@ class Optimizer:
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             f"Tensors or dicts, but got {_typename(params)}")
         self.defaults = defaults
+        self._hyper_cache: dict[int, tuple[list, dict]] = {}
         self.state: defaultdict[Any, dict] = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
         param_groups = list(params)
@@ -159,39 +189,49 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        live = [[p for p in g["params"] if p._grad is not None] for g in self.param_groups]
+        groups = self.param_groups
+        live = [[p for p in g["params"] if p._grad is not None] for g in groups]
         if not any(live):
             return loss
-        states = [[self._state_of(p, g) for p in ps] for ps, g in zip(live, self.param_groups)]
+        states = [self._states_of(ps, g) for ps, g in zip(live, groups)]
         new_params, new_states = _apply(
             type(self)._rule,
-            tuple(self._static(g) for g in self.param_groups),
-            tuple(tuple(p._data for p in ps) for ps in live),
-            tuple(tuple(p._grad._data for p in ps) for ps in live),
-            tuple(tuple({k: v._data for k, v in s.items()} for s in ss) for ss in states),
-            tuple(self._hyperparameters(g) for g in self.param_groups))
+            tuple([self._static(g) for g in groups]),
+            tuple([tuple([p._data for p in ps]) for ps in live]),
+            tuple([tuple([p._grad._data for p in ps]) for ps in live]),
+            tuple([tuple([{k: v._data for k, v in s.items()} for s in ss]) for ss in states]),
+            tuple([self._hyperparameters(i, g) for i, g in enumerate(groups)]))
         for ps, ss, nps, nss in zip(live, states, new_params, new_states):
-            for p, s, np_, ns in zip(ps, ss, nps, nss):
-                p._set_data(np_)  # in place, like PyTorch: the version counter moves
-                for k, v in ns.items():
-                    if k in s:
-                        s[k]._data = v
-                    else:  # a lazily created entry (SGD's first momentum buffer)
-                        s[k] = _make(v)
+            _write_back(ps, ss, nps, nss)
         return loss
 
-    def _state_of(self, p: Tensor, group: dict) -> dict[str, Tensor]:
-        state = self.state[p]
-        if not state:
-            state.update({k: _make(v) for k, v in self._init_state(p._data, group).items()})
-        return state
+    def _states_of(self, params: list[Tensor], group: dict) -> list[dict[str, Tensor]]:
+        """Each parameter's state dict, created (``_init_state``) at its first step."""
+        out = []
+        for p in params:
+            state = self.state[p]
+            if not state:
+                state.update({k: _make(v) for k, v in self._init_state(p._data, group).items()})
+            out.append(state)
+        return out
 
-    def _hyperparameters(self, group: dict) -> dict[str, Any]:
-        # float() keeps one abstract signature: an int or a Tensor lr must not retrace
+    def _hyperparameters(self, index: int, group: dict) -> dict[str, Any]:
+        """The group's float options as weakly typed device scalars, re-made only on change.
+
+        Arrays, not Python floats: jit converts floats in a pytree on every call (~100 us
+        for Adam's five); weak typing keeps a float32 parameter's update in float32.
+        """
+        raw = [group[name] for name in self._hyper]
+        hit = self._hyper_cache.get(index)
+        if hit is not None and hit[0] == raw:
+            return hit[1]
+        old = hit[1] if hit is not None and len(hit[0]) == len(raw) else {}
         h = {}
-        for name in self._hyper:
-            v = group[name]
-            h[name] = tuple(float(x) for x in v) if isinstance(v, (tuple, list)) else float(v)
+        for name, value in zip(self._hyper, raw):
+            value = _as_floats(value)
+            same = name in old and _as_floats(old[name]) == value
+            h[name] = old[name] if same else _device_scalars(value)
+        self._hyper_cache[index] = (raw, h)
         return h
 
     def _static(self, group: dict) -> tuple:

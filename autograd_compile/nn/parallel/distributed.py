@@ -101,8 +101,8 @@ class DistributedDataParallel(Module):
     def _to_mesh(self, x: Any) -> Any:
         if isinstance(x, (list, tuple)):
             return type(x)(self._to_mesh(v) for v in x)
-        if not isinstance(x, Tensor) or is_placed_on(x, self.mesh):
-            return x
+        if not isinstance(x, Tensor) or not _concrete(x) or is_placed_on(x, self.mesh):
+            return x  # inside a trace (acg.compile(ddp)) placement is the caller's
         if x.ndim == 0:  # a scalar argument: the same on every device
             return Tensor(jax.device_put(x._data, sharding_for(self.mesh, 0, None)))
         return shard(x, self.mesh, self.dim)
@@ -118,6 +118,11 @@ class DistributedDataParallel(Module):
         device = self.mesh.devices.flat[0]
         return sum(s.data.nbytes for p in self.module.parameters()
                    for s in p._data.addressable_shards if s.device == device)
+
+
+def _concrete(t: Tensor) -> bool:
+    data = getattr(t, "_data", None)
+    return isinstance(data, jax.Array) and not isinstance(data, jax.core.Tracer)
 
 
 def _keep_sharded(sharding: NamedSharding) -> Any:

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
+import numpy as np
+
+from ...kernels.api import tensor
 from ._collate import default_collate, default_convert
-from .dataset import Dataset, IterableDataset, TensorDataset  # noqa: F401  (doctest)
+from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader"]
@@ -91,7 +94,14 @@ class DataLoader:
             return self._iter_stream()
         if self.batch_sampler is None:
             return (self.collate_fn(self.dataset[i]) for i in self.sampler)
-        return (self.collate_fn(self._fetch(batch)) for batch in self.batch_sampler)
+        return (self._batch(indices) for indices in self.batch_sampler)
+
+    def _batch(self, indices: list[int]) -> Any:
+        if self.collate_fn is default_collate and type(self.dataset) is TensorDataset:
+            # one gather per tensor instead of a sample-by-sample index + stack: same values
+            index = tensor(np.asarray(indices, dtype=np.int64))
+            return [t[index] for t in self.dataset.tensors]
+        return self.collate_fn(self._fetch(indices))
 
     def _fetch(self, indices: list[int]) -> list[Any]:
         getitems = getattr(self.dataset, "__getitems__", None)

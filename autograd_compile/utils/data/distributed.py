@@ -11,7 +11,7 @@ The indices (shuffled by ``seed + epoch``) are padded by wrapping around to a mu
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator, Sized
+from typing import Iterator, Sized
 
 import numpy as np
 

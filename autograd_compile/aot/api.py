@@ -1,0 +1,318 @@
+"""``acg.compile``: the user-facing wrapper, its cache and its fallbacks."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import logging
+import weakref
+from typing import Any, Callable, Iterator
+
+from .. import config
+from ..dispatch.keys import TLS
+from ..nn.modules import Module
+from ..tensor import Tensor
+from .guards import SizeGuards, signature_diff
+from .partition import partition
+from .program import Region, counters
+from .trace import NotTraceable, trace_joint
+from .tree import flatten
+
+log = config.get_logger("aot")
+CACHE_SIZE_LIMIT = 8  # traces kept per compiled function (like torch's cache_size_limit)
+BACKENDS = ("jax",)
+_LIVE: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
+_SIG_LABELS = ["grad mode", "training flags", "argument structure or constants",
+               "argument tensors (dtype, requires_grad, rank)",
+               "parameters and buffers (identity, dtype, requires_grad, shape)"]
+
+
+class Unsupported(RuntimeError):
+    """``fullgraph=True`` and the region cannot be traced as one graph (the message
+    says why); like ``torch._dynamo.exc.Unsupported``."""
+
+
+class _Entry:
+    """One trace: the signature and sizes it serves, and its region (None: eager)."""
+
+    __slots__ = ("sig", "sizes", "region")
+
+    def __init__(self, sig: tuple, sizes: SizeGuards | None, region: Region | None) -> None:
+        self.sig, self.sizes, self.region = sig, sizes, region
+
+
+class CompiledFunction:
+    """``fn`` traced into forward/backward programs on first call, cached by guards."""
+
+    def __init__(self, fn: Callable, dynamic: bool | None, fullgraph: bool,
+                 module: Module | None = None) -> None:
+        functools.update_wrapper(self, fn, updated=())
+        self._fn, self._module = fn, module
+        self.dynamic, self.fullgraph = dynamic, fullgraph
+        self._entries: list[_Entry] = []
+        self._warned: set[str] = set()
+        self._watched: list[Module] | None = None  # modules whose ``training`` is guarded
+        _LIVE.add(self)
+
+    # -- the hot path ----------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        leaves, spec = flatten((args, kwargs))
+        state = self._state()
+        sig = self._signature(leaves, spec, state)
+        sizes = [s for t in leaves for s in t.shape]
+        if self.dynamic:
+            sizes += [s for _, t in state for s in t.shape]
+        for entry in self._entries:
+            if entry.sig == sig and (entry.sizes is None or entry.sizes.failure(sizes) is None):
+                counters["cache_hits"] += 1
+                return self._run(entry, args, kwargs, leaves, state)
+        entry = self._miss(args, kwargs, leaves, state, sig, sizes)
+        return self._run(entry, args, kwargs, leaves, state)
+
+    def _run(self, entry: _Entry | None, args: tuple, kwargs: dict, leaves: list,
+             state: list) -> Any:
+        if entry is None or entry.region is None:
+            counters["eager_runs"] += 1
+            return self._fn(*args, **kwargs)
+        return entry.region(leaves + [t for _, t in state])
+
+    def _state(self) -> list[tuple[str, Tensor]]:
+        """The module's parameters and buffers: graph inputs, read at every call."""
+        mod = self._module
+        if mod is None:
+            return []
+        named = list(mod.named_parameters())
+        buffers = getattr(mod, "named_buffers", None)
+        return named + (list(buffers()) if buffers is not None else [])
+
+    def _signature(self, leaves: list[Tensor], spec: tuple, state: list) -> tuple:
+        watched = self._watched if self._watched is not None else self._find_watched()
+        dyn = self.dynamic
+        return (TLS.grad_enabled, tuple(m.training for m in watched), spec,
+                tuple((t.dtype, t._requires_grad, t.ndim) for t in leaves),
+                tuple((id(t), t.dtype, t._requires_grad, t.ndim if dyn else t.shape)
+                      for _, t in state))
+
+    def _find_watched(self) -> list[Module]:
+        """The module (all its submodules) or the modules a function reads from its
+        closure and globals: their ``training`` flags are part of the guard."""
+        if self._module is not None:
+            found = list(self._module.modules())
+        else:
+            found = []
+            for value in _referenced(self._fn):
+                if isinstance(value, Module):
+                    found.extend(m for m in value.modules() if all(m is not f for f in found))
+        self._watched = found
+        return found
+
+    # -- a miss: trace, or fall back --------------------------------------------------------
+    def _miss(self, args: tuple, kwargs: dict, leaves: list, state: list, sig: tuple,
+              sizes: list[int]) -> _Entry | None:
+        if self._entries:
+            counters["retraces"] += 1
+            if config.log_enabled("aot"):
+                log.debug("%s: retracing: %s", self.__qualname__, self._why(sig, sizes))
+        if len(self._entries) >= CACHE_SIZE_LIMIT:
+            self._warn_once("limit", f"acg.compile: {self.__qualname__} hit the cache size limit "
+                            f"({CACHE_SIZE_LIMIT} traces); running it eagerly for new guards. "
+                            f"Last miss: {self._why(sig, sizes)}")
+            return None
+        try:
+            entry = self._trace(args, kwargs, leaves, state, sig)
+        except NotTraceable as e:
+            if self.fullgraph:
+                raise Unsupported(f"acg.compile(fullgraph=True): {self.__qualname__} cannot be "
+                                  f"traced into one graph: {e}") from e
+            self._warn_once(str(e), f"acg.compile: running {self.__qualname__} eagerly: {e}")
+            entry = _Entry(sig, None, None)
+        self._entries.insert(0, entry)
+        return entry
+
+    def _trace(self, args: tuple, kwargs: dict, leaves: list, state: list, sig: tuple
+               ) -> _Entry:
+        counters["traces"] += 1
+        _, in_spec = flatten((args, kwargs), keyed=False)
+        fn = self._module if self._module is not None else self._fn
+        with _registries_kept(self._watched or []):
+            joint = trace_joint(fn, in_spec, leaves, _arg_names(self._fn, args, kwargs),
+                                list(state), self.dynamic, sig[0])
+        region = Region(joint, partition(joint))
+        if config.log_enabled("aot"):
+            bw = region.backward_graph
+            log.debug("%s: traced\nforward:\n%s\nbackward:\n%s\nguards: %s", self.__qualname__,
+                      region.forward_graph.code, bw.code if bw is not None else "(none)",
+                      joint.sizes.shape_env.format_guards())
+        return _Entry(sig, joint.sizes, region)
+
+    def _why(self, sig: tuple, sizes: list[int]) -> str:
+        """The difference to the closest cached trace (the longest equal signature prefix)."""
+        if not self._entries:
+            return "first call"
+
+        def agree(e: _Entry) -> int:
+            return next((i for i, (a, b) in enumerate(zip(e.sig, sig)) if a != b), len(sig))
+        entry = max(self._entries, key=agree)
+        if entry.sig != sig:
+            return signature_diff(entry.sig, sig, _SIG_LABELS)
+        return (entry.sizes.failure(sizes) if entry.sizes is not None else None) or \
+            "guards failed"
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            logging.getLogger("autograd_compile").warning(message)
+
+    def _reset(self) -> None:
+        self._entries.clear()
+        self._warned.clear()
+        self._watched = None
+
+
+@contextlib.contextmanager
+def _registries_kept(modules: list[Module]) -> Iterator[None]:
+    """A parameter or buffer re-assigned inside the trace would leave a fake tensor in the
+    module: put the originals back, and report it (the region then runs eagerly)."""
+    regs = [m.__dict__[r] for m in modules for r in ("_parameters", "_buffers")
+            if isinstance(m.__dict__.get(r), dict)]
+    before = [dict(r) for r in regs]
+    try:
+        yield
+    finally:
+        changed = [k for r, b in zip(regs, before) for k in set(r) | set(b)
+                   if r.get(k) is not b.get(k)]
+        for r, b in zip(regs, before):
+            r.clear()
+            r.update(b)
+    if changed:
+        raise NotTraceable(f"the region assigns module state ({', '.join(sorted(changed))}) "
+                           "instead of writing it in place")
+
+
+def _referenced(fn: Callable) -> list[Any]:
+    """Values a function reads from its closure cells and from its globals by name."""
+    values = [c.cell_contents for c in (getattr(fn, "__closure__", None) or ())
+              if _has_contents(c)]
+    code, glb = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
+    if code is not None:
+        values += [glb[n] for n in code.co_names if n in glb]
+    return values
+
+
+def _has_contents(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
+def _arg_names(fn: Callable, args: tuple, kwargs: dict) -> list[str]:
+    """A readable placeholder name for each argument tensor (in flatten order)."""
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i, a in enumerate(args):
+        base = params[i] if i < len(params) else f"arg{i}"
+        names += _leaf_names(base, a)
+    for k, v in kwargs.items():
+        names += _leaf_names(k, v)
+    return names
+
+
+def _leaf_names(base: str, value: Any) -> list[str]:
+    leaves, _ = flatten(value)
+    if len(leaves) == 1 and isinstance(value, Tensor):
+        return [base]
+    return [f"{base}_{j}" for j in range(len(leaves))]
+
+
+class OptimizedModule(Module):
+    """What ``acg.compile(module)`` returns: a Module running ``module`` compiled.
+
+    It shares the original's parameters, buffers and submodules (``_orig_mod``);
+    ``parameters()``, ``state_dict()``, ``train()``/``eval()`` act on the original,
+    with the original's names (no ``_orig_mod.`` prefix).
+    """
+
+    def __init__(self, mod: Module, dynamic: bool | None, fullgraph: bool) -> None:
+        super().__init__()
+        self._orig_mod = mod
+        object.__setattr__(self, "_compiled", CompiledFunction(mod.forward, dynamic, fullgraph,
+                                                               module=mod))
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self._compiled(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)  # the registries (``_orig_mod`` is a child)
+        except AttributeError:
+            if name.startswith("__") or "_modules" not in self.__dict__ or \
+                    "_orig_mod" not in self.__dict__["_modules"]:
+                raise
+        return getattr(self.__dict__["_modules"]["_orig_mod"], name)
+
+    def named_parameters(self, *args: Any, **kwargs: Any) -> Any:
+        return self._orig_mod.named_parameters(*args, **kwargs)
+
+    def named_buffers(self, *args: Any, **kwargs: Any) -> Any:
+        return self._orig_mod.named_buffers(*args, **kwargs)
+
+    def state_dict(self, *args: Any, **kwargs: Any) -> Any:
+        return self._orig_mod.state_dict(*args, **kwargs)
+
+    def load_state_dict(self, *args: Any, **kwargs: Any) -> Any:
+        return self._orig_mod.load_state_dict(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"OptimizedModule({self._orig_mod!r})"
+
+
+def compile(model: Callable | None = None, *, backend: str = "jax", dynamic: bool | None = None,
+            fullgraph: bool = False, mode: str | None = None, options: dict | None = None,
+            disable: bool = False) -> Any:
+    """Trace a function or Module into one XLA program forward and one backward.
+
+    Like ``torch.compile``: the first call traces ``model`` on fake inputs with
+    symbolic sizes (parameters and buffers are graph inputs), derives the backward
+    from the same trace, and runs each as one jitted program; later calls reuse the
+    trace while its guards hold (grad mode, ``training``, dtypes, requires_grad,
+    parameter identity, sizes). ``dynamic=None`` (default) makes argument sizes
+    symbolic and parameter sizes static, ``True`` makes both symbolic, ``False`` neither.
+    What cannot be traced (``.item()``, ``.numpy()``, Python branches on tensor
+    values, hooks registered inside) runs eagerly, logged once; ``fullgraph=True``
+    raises :class:`Unsupported` instead. ``mode`` and ``options`` are accepted for
+    PyTorch compatibility and have no effect; ``disable=True`` returns ``model``.
+
+    >>> import autograd_compile as acg
+    >>> @acg.compile
+    ... def f(x, w):
+    ...     return (x @ w).tanh().sum()
+    >>> x, w = acg.ones(4, 3), acg.ones(3, 2, requires_grad=True)
+    >>> f(x, w).backward(); round(w.grad.tolist()[0][0], 4)
+    0.0395
+    """
+    if model is None:
+        return functools.partial(compile, backend=backend, dynamic=dynamic, fullgraph=fullgraph,
+                                 mode=mode, options=options, disable=disable)
+    if backend not in BACKENDS:
+        raise ValueError(f"acg.compile: unknown backend {backend!r}; expected one of "
+                         f"{list(BACKENDS)}")
+    if not callable(model):
+        raise TypeError(f"acg.compile expects a callable or a Module, got "
+                        f"{type(model).__name__}")
+    if disable:
+        return model
+    if isinstance(model, Module):
+        return OptimizedModule(model, dynamic, fullgraph)
+    return CompiledFunction(model, dynamic, fullgraph)
+
+
+def reset() -> None:
+    """Forget every trace of every compiled function and zero the counters."""
+    for cf in list(_LIVE):
+        cf._reset()
+    counters.clear()

@@ -1,0 +1,202 @@
+"""A traced region at run time: one XLA program forward, one backward, one node.
+
+:class:`Region` runs the forward graph as one ``jax.jit`` program (each op
+lowered to the JAX kernel eager uses, through the JAX backend's own lowering),
+writes mutated inputs back, and wires the differentiable outputs to one
+:class:`CompiledFunctionBackward` node holding what the backward needs.
+
+The node's ``apply`` runs the backward graph as one program. When ops are
+being traced (compiled autograd's capture runs ``apply`` on fake tensors under
+proxy tracing) or recorded (``create_graph=True``), it instead calls the
+backward graph's generated code, whose ops then go through the dispatcher like
+any node's formula: under ``compiled_autograd.enable`` the region's backward is
+inlined into the captured backward, so one backward is still one program.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+
+from ..autograd.node import Node, TensorMeta, gradient_edge
+from ..autograd.saved import _FREED, UNPACK_OVERRIDE, SavedVariable
+from ..backends.jax import _call_op, _load
+from ..compiled_nodes import VISITORS, NodeState
+from ..dispatch.dispatcher import OpOverload
+from ..dispatch.keys import TLS
+from ..fake import FakeTensor
+from ..fx import Graph, GraphModule
+from ..proxy_tensor import sym_size
+from ..tensor import Tensor, _make
+from .partition import Parts
+from .trace import Joint
+from .tree import unflatten
+
+
+class Counters(dict):
+    """traces (joint traces), compiles (XLA programs built, forward and backward),
+    cache_hits, retraces (guard misses that traced again), eager_runs (calls that ran
+    the function eagerly: not traceable, or past the cache size limit)."""
+
+    def __init__(self) -> None:
+        super().__init__(traces=0, compiles=0, cache_hits=0, retraces=0, eager_runs=0)
+
+    def clear(self) -> None:
+        for k in self:
+            self[k] = 0
+
+
+counters = Counters()
+
+
+def lower(graph: Graph) -> Callable[..., Any]:
+    """The graph as one jitted function on arrays (sizes are static: jit traces each new
+    shape once, and ``sym_size`` reads the concrete shape then)."""
+    nodes = [n for n in graph.nodes if n.op != "placeholder"]
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+
+    def run(*arrays: Any) -> Any:
+        counters["compiles"] += 1  # runs once per XLA compile (jit traces once per shape)
+        env: dict = dict(zip(placeholders, arrays))
+        for n in nodes:
+            if n.op == "output":
+                return _load(n.args[0], env)
+            args, kwargs = _load(n.args, env), _load(n.kwargs, env)
+            if isinstance(n.target, OpOverload):
+                env[n] = _call_op(n.target, args, kwargs)
+            elif n.target is sym_size:
+                env[n] = args[0].shape[args[1]]
+            else:  # size arithmetic on plain ints
+                env[n] = n.target(*args, **kwargs)
+        raise AssertionError("graph without output")
+    return jax.jit(run)
+
+
+class Region:
+    """The compiled forward and backward of one cache entry."""
+
+    def __init__(self, joint: Joint, parts: Parts) -> None:
+        self.forward_graph = GraphModule({}, parts.forward, class_name="CompiledForward")
+        self.backward_graph = None if parts.backward is None else \
+            GraphModule({}, parts.backward, class_name="CompiledBackward")
+        self.fw = lower(parts.forward)
+        self.bw = None if parts.backward is None else lower(parts.backward)
+        self.n_inputs = sum(p.kind in ("arg", "state") for p in joint.primals)
+        self.extras = [(p.kind, p.source) for p in joint.primals[self.n_inputs:]]
+        self.out_spec, self.diff = joint.out_spec, joint.differentiable
+        self.n_out = len(joint.outputs)
+        self.mutated = [i for i, _ in joint.mutations]
+        self.snapshot = set(self.mutated) | {i for i, p in enumerate(joint.primals)
+                                             if p.kind == "key"}
+        self.grad_primals = joint.grad_primals
+        self.saved = parts.saved
+        self.n_saved_fw = parts.n_saved_fw
+
+    def tensors(self, inputs: list[Tensor]) -> list[Tensor | None]:
+        """Every primal's tensor (None for PRNG keys)."""
+        return list(inputs) + [src if kind == "lifted" else None for kind, src in self.extras]
+
+    def __call__(self, inputs: list[Tensor]) -> Any:
+        arrays = [t._data for t in inputs]
+        for kind, src in self.extras:  # keys drawn in the order the region drew them
+            arrays.append(src._data if kind == "lifted" else src.next_key()._data)
+        outs = self.fw(*arrays)
+        n_out, n_mut = self.n_out, len(self.mutated)
+        results = [_make(a) for a in outs[:n_out]]
+        if n_mut:
+            prim = self.tensors(inputs)
+            for i, new in zip(self.mutated, outs[n_out:n_out + n_mut]):
+                prim[i]._set_data(new)  # functionalised in-place writes, written back
+        if self.bw is not None and TLS.grad_enabled:
+            self._wire(inputs, arrays, results, outs[n_out + n_mut:])
+        return unflatten(self.out_spec, iter(results))
+
+    def _wire(self, inputs: list[Tensor], arrays: list, results: list[Tensor],
+              saved_fw: tuple) -> None:
+        prim = self.tensors(inputs)
+        node = CompiledFunctionBackward(self, [gradient_edge(prim[i]) for i in self.grad_primals])
+        metas = []
+        for t, d in zip(results, self.diff):
+            if d:
+                t.grad_fn, t._output_nr, t._requires_grad = node, len(metas), True
+                metas.append(TensorMeta(tuple(t.shape), t.dtype))
+        node.input_meta = metas
+        saved: list[Any] = []
+        for kind, i in self.saved:
+            if kind == "fw":
+                saved.append(saved_fw[i])
+            elif kind == "out":
+                saved.append(SavedVariable(results[i], is_output=True))
+            elif kind == "guard":  # only its requires_grad matters (double backward)
+                saved.append(prim[i])
+            elif i in self.snapshot:  # written back by this call, or a key: the value then
+                saved.append(arrays[i])
+            else:  # version-checked, as eager checks what a formula saved
+                saved.append(SavedVariable(prim[i]))
+        node.saved = saved
+
+
+class CompiledFunctionBackward(Node):
+    """The one backward node of a compiled region's outputs."""
+
+    __slots__ = ("region", "saved")
+
+    def __init__(self, region: Region, edges: list) -> None:
+        super().__init__(edges)
+        self.region = region
+        self.saved: list[Any] | None = None
+
+    def apply(self, grad_outputs: list[Tensor | None]) -> list[Tensor | None]:
+        if self.saved is None:
+            raise RuntimeError(_FREED)
+        traced = bool(TLS.mode_stack) or TLS.grad_enabled or \
+            any(isinstance(g, FakeTensor) for g in grad_outputs)
+        if traced:
+            grads = [g if g is not None else _zeros_op(m) for g, m in
+                     zip(grad_outputs, self.input_meta)]
+            return list(self.region.backward_graph(*self._unpack_tensors(), *grads))
+        grads = [g._data if g is not None else jnp.zeros(m.shape, m.dtype) for g, m in
+                 zip(grad_outputs, self.input_meta)]
+        outs = self.region.bw(*self._unpack_arrays(), *grads)
+        return [None if o is None else _make(o) for o in outs]
+
+    def _unpack_arrays(self) -> list:
+        return [s.unpack(self)._data if type(s) is SavedVariable else
+                s._data if isinstance(s, Tensor) else s for s in self.saved]
+
+    def _unpack_tensors(self) -> list[Tensor]:
+        override, me = UNPACK_OVERRIDE, id(self)
+        return [s.unpack(self) if type(s) is SavedVariable else
+                override[(me, k)] if override and (me, k) in override else
+                s if isinstance(s, Tensor) else _make(s) for k, s in enumerate(self.saved)]
+
+    def release_variables(self) -> None:
+        self.saved = None
+
+
+def _zeros_op(meta: TensorMeta) -> Tensor:
+    from ..dispatch.library import ops
+    return ops.acg.zeros(list(meta.shape), dtype=meta.dtype)
+
+
+def _visit(node: CompiledFunctionBackward, v: Any) -> NodeState:
+    """Compiled autograd's view of the node: the region's backward graph is specialised
+    (in the key), every saved value is a runtime input. During capture the fakes the
+    replay hands out are what ``apply`` unpacks (so the inlined backward reads inputs)."""
+    if node.saved is None:
+        raise RuntimeError(_FREED)
+    v.const((CompiledFunctionBackward, node.region))
+    state = []
+    for k, s in enumerate(node.saved):
+        if type(s) is SavedVariable:
+            state.append(v.saved(s, node))
+        else:
+            t = v.tensor(s if isinstance(s, Tensor) else _make(s))
+            if isinstance(t, FakeTensor):  # keyed by slot: two nodes may hold one array
+                UNPACK_OVERRIDE[(id(node), k)] = t
+            state.append(t)
+    return NodeState(state)
+
+
+VISITORS[CompiledFunctionBackward] = _visit

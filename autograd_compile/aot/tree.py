@@ -1,0 +1,63 @@
+"""Nested call arguments and results as a flat list of tensors plus a hashable spec.
+
+The spec records the containers (tuple, list, dict) and every non-tensor leaf
+by value, so two calls with the same spec differ only in their tensors: the
+spec is part of a compiled region's guard.
+
+>>> import autograd_compile as acg
+>>> leaves, spec = flatten(((acg.ones(2), 3), {"k": acg.zeros(1)}))
+>>> len(leaves), spec
+(2, ('tuple', (('tuple', (('T',), ('C', 3))), ('dict', ('k',), (('T',),)))))
+>>> unflatten(spec, iter([1, 2]))
+((1, 3), {'k': 2})
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ..tensor import Tensor
+
+TENSOR = ("T",)
+
+
+def _const(value: Any, keyed: bool) -> tuple:
+    if not keyed:
+        return ("C", value)
+    try:
+        hash(value)
+        return ("C", value)
+    except TypeError:  # an unhashable constant matches only itself
+        return ("C", ("id", type(value).__name__, id(value)))
+
+
+def flatten(value: Any, keyed: bool = True) -> tuple[list, tuple]:
+    """``(tensors, spec)`` of a nested value; ``keyed`` specs are hashable (an unhashable
+    constant is then keyed by identity), unkeyed ones keep constants as they are."""
+    leaves: list = []
+    return leaves, _spec(value, leaves, keyed)
+
+
+def _spec(value: Any, leaves: list, keyed: bool) -> tuple:
+    if isinstance(value, Tensor):
+        leaves.append(value)
+        return TENSOR
+    kind = type(value)
+    if kind in (tuple, list):
+        return (kind.__name__, tuple(_spec(v, leaves, keyed) for v in value))
+    if kind is dict:
+        return ("dict", tuple(value), tuple(_spec(v, leaves, keyed) for v in value.values()))
+    return _const(value, keyed)
+
+
+def unflatten(spec: tuple, leaves: Iterator[Any]) -> Any:
+    """Rebuild the value of ``spec`` taking tensors from ``leaves`` in order."""
+    kind = spec[0]
+    if kind == "T":
+        return next(leaves)
+    if kind == "C":
+        return spec[1]
+    if kind == "dict":
+        return {k: unflatten(s, leaves) for k, s in zip(spec[1], spec[2])}
+    items = [unflatten(s, leaves) for s in spec[1]]
+    return tuple(items) if kind == "tuple" else items
+

@@ -1,0 +1,167 @@
+"""The ``step`` group's workloads: a model, its data, and how each framework builds it.
+
+A :class:`StepModel` holds the initial parameters and one batch as numpy arrays and
+knows how to build the model in autograd_compile (a loss function of the input
+tensors whose parameters it closes over), in plain JAX (a pure loss of a parameter
+dict) and in PyTorch. ``mlp`` and ``mlp_small`` reuse the backward group's
+:mod:`.workloads`; ``gpt`` imports the model of ``examples/gpt.py`` when that file
+exists (it is part of the source tree, not of the installed package).
+
+>>> m = build_step("mlp_small", smoke=True)
+>>> m.inputs["x"].shape
+(4, 8)
+"""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+import autograd_compile as acg
+
+from .frameworks import ACG_OPS, JAX_OPS, torch_ops
+from .workloads import build
+
+STEP_NAMES = ("mlp_small", "mlp", "gpt")
+LR = 0.01  # plain SGD everywhere: the update is the same rule in every framework
+GPT_PATH = Path(__file__).resolve().parent.parent / "examples" / "gpt.py"
+# (full, smoke) sizes of the gpt workload; batch is the number of sequences
+GPT_SIZES = ({"batch": 16, "seq": 64, "vocab": 256, "dim": 128, "layers": 2, "heads": 4},
+             {"batch": 2, "seq": 8, "vocab": 32, "dim": 16, "layers": 1, "heads": 2})
+
+AcgLoss = Callable[..., acg.Tensor]  # loss(*input tensors)
+# acg_build() -> (parameters by name, eager loss, make_compiled(acg.compile) -> loss)
+AcgBuild = Callable[[], tuple[dict[str, acg.Tensor], AcgLoss, Callable[[Callable], AcgLoss]]]
+
+
+@dataclass
+class StepModel:
+    """One whole-step workload; ``inputs`` are passed positionally in dict order."""
+
+    name: str
+    sizes: dict[str, int]
+    params: dict[str, np.ndarray]
+    inputs: dict[str, np.ndarray]
+    acg_build: AcgBuild
+    jax_loss: Callable[[dict[str, Any], dict[str, Any]], Any] | None
+    torch_build: Callable[[], tuple[dict[str, Any], Callable[..., Any]]] | None
+
+
+def gpt_module() -> ModuleType | None:
+    """``examples/gpt.py`` imported from the source tree, or None when it is absent."""
+    if not GPT_PATH.exists():
+        return None
+    spec = importlib.util.spec_from_file_location("_acg_bench_gpt", GPT_PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def available(name: str) -> str | None:
+    """None when workload ``name`` can run here, else why not."""
+    if name == "gpt" and not GPT_PATH.exists():
+        return f"{GPT_PATH.relative_to(GPT_PATH.parent.parent)} is not in this tree"
+    return None
+
+
+# -- mlp, mlp_small ------------------------------------------------------------------------
+
+def _mlp(name: str, smoke: bool, batch: int | None) -> StepModel:
+    w = build(name, smoke, batch)
+
+    def acg_build() -> tuple[dict[str, acg.Tensor], AcgLoss, Callable[[Callable], AcgLoss]]:
+        params = {k: acg.tensor(v, requires_grad=True) for k, v in w.params.items()}
+        keys = list(params)
+
+        def explicit(*ts: acg.Tensor) -> acg.Tensor:  # parameters as arguments
+            return w.forward(ACG_OPS, dict(zip(keys, ts)), {"x": ts[-1]})
+
+        def make_compiled(compile: Callable) -> AcgLoss:
+            fn = compile(explicit)
+            return lambda x: fn(*params.values(), x)
+        return params, lambda x: w.forward(ACG_OPS, params, {"x": x}), make_compiled
+
+    def torch_build() -> tuple[dict[str, Any], Callable[..., Any]]:
+        import torch
+        params = {k: torch.tensor(v, requires_grad=True) for k, v in w.params.items()}
+        ops = torch_ops()
+        return params, lambda x: w.forward(ops, params, {"x": x})
+
+    return StepModel(name, w.sizes, w.params, w.inputs, acg_build,
+                     partial(w.forward, JAX_OPS), torch_build)
+
+
+# -- gpt (examples/gpt.py) -----------------------------------------------------------------
+
+def _gpt(smoke: bool, batch: int | None) -> StepModel:
+    gpt = gpt_module()
+    sizes = dict(GPT_SIZES[1 if smoke else 0])
+    sizes["batch"] = batch or sizes["batch"]
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, sizes["vocab"], (sizes["batch"], sizes["seq"] + 1))
+    inputs = {"x": tokens[:, :-1].astype(np.int64), "y": tokens[:, 1:].astype(np.int64)}
+    config = gpt.GPTConfig(vocab_size=sizes["vocab"], block_size=sizes["seq"],
+                           n_layer=sizes["layers"], n_head=sizes["heads"], n_embd=sizes["dim"],
+                           dropout=0.0)
+    acg.manual_seed(0)
+    reference = gpt.GPT(config)
+    params = {k: p.numpy().copy() for k, p in reference.named_parameters()}
+
+    def acg_build() -> tuple[dict[str, acg.Tensor], AcgLoss, Callable[[Callable], AcgLoss]]:
+        model = gpt.GPT(config)
+        model.load_state_dict({k: acg.tensor(v) for k, v in params.items()}, strict=False)
+
+        def make_compiled(compile: Callable) -> AcgLoss:
+            compiled = compile(model)
+            return lambda x, y: _gpt_loss(compiled(x), y)
+        return dict(model.named_parameters()), lambda x, y: _gpt_loss(model(x), y), make_compiled
+
+    return StepModel("gpt", sizes, params, inputs, acg_build, None, None)
+
+
+def _gpt_loss(out: Any, y: acg.Tensor) -> acg.Tensor:
+    """The example's model returns logits, or (logits, loss) when given targets."""
+    logits = out[0] if isinstance(out, tuple) else out
+    return acg.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+
+
+def build_step(name: str, smoke: bool = False, batch: int | None = None) -> StepModel:
+    """Step workload ``name`` at full or smoke size; ``batch`` overrides the batch size."""
+    if name not in STEP_NAMES:
+        raise ValueError(f"unknown step workload {name!r}; choose from {', '.join(STEP_NAMES)}")
+    return _gpt(smoke, batch) if name == "gpt" else _mlp(name, smoke, batch)
+
+
+def traced_jax_loss(model: StepModel) -> Callable[[dict[str, Any], dict[str, Any]], Any]:
+    """A pure JAX loss for models written only in autograd_compile: our ops run on jax
+    tracers (no autograd recording), so ``jax.jit(value_and_grad(...))`` sees the same
+    kernels as one program. Used as the floor where no hand-written JAX model exists."""
+    params, loss_fn, _ = model.acg_build()
+    names = list(params)
+
+    def loss(p: dict[str, Any], inputs: dict[str, Any]) -> Any:
+        saved = [params[k]._data for k in names]
+        try:
+            for k in names:
+                params[k]._data = p[k]
+            with acg.no_grad():
+                out = loss_fn(*(acg.Tensor(v) for v in inputs.values()))
+            return out.__jax_array__()
+        finally:
+            for k, v in zip(names, saved):
+                params[k]._data = v
+    return loss
+
+
+def jax_loss(model: StepModel) -> Callable[[dict[str, Any], dict[str, Any]], Any]:
+    return model.jax_loss or traced_jax_loss(model)
+
+
+def device_inputs(model: StepModel, device: jax.Device) -> dict[str, Any]:
+    return jax.device_put(model.inputs, device)

@@ -1,0 +1,443 @@
+"""acg.compile: compiled forward == eager, gradients in every backward mode, guards,
+fallbacks, randomness, buffers, hooks around the region, inlining under compiled autograd."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import autograd_compile as acg
+import autograd_compile.nn.functional as F
+from autograd_compile.aot import api as aot_api
+from tests.conftest import assert_close
+
+nn = acg.nn
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> None:
+    acg.aot.reset()
+    acg.compiled_autograd.reset()
+
+
+class MLP(nn.Module):
+    def __init__(self, sizes: tuple[int, ...] = (6, 24, 10), p: float = 0.0) -> None:
+        super().__init__()
+        self.l1 = nn.Linear(sizes[0], sizes[1])
+        self.l2 = nn.Linear(sizes[1], sizes[2])
+        self.drop = nn.Dropout(p)
+
+    def forward(self, x):
+        return self.l2(self.drop(F.relu(self.l1(x))))
+
+
+_RNG = np.random.default_rng(0)
+
+
+def rnd(*shape: int, requires_grad: bool = False) -> acg.Tensor:
+    """Data from numpy (acg.randn would XLA-compile a sampler per new shape)."""
+    return acg.tensor(_RNG.standard_normal(shape).astype(np.float32),
+                      requires_grad=requires_grad)
+
+
+def _grads(params) -> list[np.ndarray]:
+    out = [np.asarray(p.grad) for p in params]
+    for p in params:
+        p.grad = None
+    return out
+
+
+def _step(model, fn, x, y, mode) -> tuple[float, list[np.ndarray]]:
+    loss = F.mse_loss(fn(x), y)
+    with mode():
+        loss.backward()
+    return loss.item(), _grads(list(model.parameters()))
+
+
+# -- values and gradients ----------------------------------------------------------------
+
+def test_module_forward_and_grads_match_eager(mode) -> None:
+    acg.manual_seed(0)
+    model = MLP()
+    compiled = acg.compile(model)
+    x, y = rnd(16, 6), rnd(16, 10)
+    assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-6)
+    loss_c, grads_c = _step(model, compiled, x, y, mode)
+    loss_e, grads_e = _step(model, model, x, y, mode)
+    assert loss_c == pytest.approx(loss_e, rel=1e-5)
+    for gc, ge in zip(grads_c, grads_e):
+        assert_close(gc, ge, rtol=1e-5, atol=1e-6)
+
+
+def test_function_with_several_outputs_matches_jax(mode) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    def f(x, w):
+        h = (x @ w).tanh()
+        return h.sum(), (h * 2, h.argmax(1))
+
+    cf = acg.compile(f)
+    xn = np.random.default_rng(0).normal(size=(5, 3))
+    wn = np.random.default_rng(1).normal(size=(3, 4))
+    x, w = acg.tensor(xn, dtype=acg.float64), acg.tensor(wn, dtype=acg.float64,
+                                                         requires_grad=True)
+    total, (double, idx) = cf(x, w)
+    assert not idx.requires_grad and idx.tolist() == np.argmax(np.tanh(xn @ wn), 1).tolist()
+    with mode():
+        (total + (double * double).sum()).backward()
+    ref = jax.grad(lambda w: (lambda h: h.sum() + ((h * 2) ** 2).sum())(jnp.tanh(xn @ w)))(wn)
+    assert_close(w.grad, ref, rtol=1e-10, atol=1e-12)
+    assert total.grad_fn is double.grad_fn and total.grad_fn.name() == "CompiledFunctionBackward"
+
+
+def test_closure_parameters_become_inputs_and_get_gradients(mode) -> None:
+    model = MLP()
+    x, y = rnd(8, 6), rnd(8, 10)
+
+    @acg.compile
+    def loss_fn(x, y):
+        return F.mse_loss(model(x), y)
+
+    with mode():
+        loss_fn(x, y).backward()
+    got = _grads(list(model.parameters()))
+    _, want = _step(model, model, x, y, mode)
+    for g, w in zip(got, want):
+        assert_close(g, w, rtol=1e-5, atol=1e-6)
+    region = loss_fn._entries[0].region
+    assert "get_attr" not in str(region.forward_graph.graph)  # inputs, never constants
+
+
+# -- one trace over sizes; counters -------------------------------------------------------
+
+def test_symbolic_batch_sweep_traces_once() -> None:
+    model = MLP()
+    compiled = acg.compile(model)
+    eager = ExecModeless()
+    for batch in (16, 32, 48, 64):
+        x, y = rnd(batch, 6), rnd(batch, 10)
+        loss, got = _step(model, compiled, x, y, eager)
+    want_loss, want = _step(model, model, x, y, eager)  # at a size other than the traced one
+    assert loss == pytest.approx(want_loss, rel=1e-5)
+    for g, w in zip(got, want):
+        assert_close(g, w, rtol=1e-5, atol=1e-6)
+    counters = acg.aot.counters
+    assert counters["traces"] == 1 and counters["cache_hits"] == 3
+    assert counters["compiles"] == 8  # XLA: forward and backward, once per concrete batch
+
+
+class ExecModeless:
+    """Backward with no compiled autograd (the plain eager engine)."""
+
+    def __call__(self):
+        import contextlib
+        return contextlib.nullcontext()
+
+
+def test_batch_sweep_under_compiled_autograd_is_one_capture() -> None:
+    model = MLP()
+    compiled = acg.compile(model)
+    with acg.compiled_autograd.enable("jax"):
+        for batch in (16, 32, 48, 64):
+            F.mse_loss(compiled(rnd(batch, 6)), rnd(batch, 10)).backward()
+            model.zero_grad()  # else .grad's existence differs (a key item) from step 1
+    assert acg.aot.counters["traces"] == 1
+    assert acg.compiled_autograd.counters["captures"] == 1
+
+
+# -- inlining under compiled autograd ------------------------------------------------------
+
+def test_region_backward_is_inlined_into_the_captured_graph() -> None:
+    model = MLP()
+    compiled = acg.compile(model)
+    x, y = rnd(16, 6), rnd(16, 10)
+    with acg.compiled_autograd.enable("jax"):
+        F.mse_loss(compiled(x), y).backward()
+    assert acg.compiled_autograd.counters["captures"] == 1
+    assert acg.compiled_autograd.counters["compiles"] == 1  # one backward, one program
+    (entries,) = acg.compiled_autograd._CACHE.values()
+    code = entries[0].graph_module.code
+    # the region's formulas (linear's matmuls, relu's where) sit beside the loss's own ops
+    assert "ops.aot.once_differentiable" in code and "ops.acg.where.self" in code
+    assert code.count("ops.acg.matmul") == 3 and code.count("accumulate_grad(") == 4
+    assert "call_" not in code.replace("call_function", "")  # no opaque call into the region
+
+
+def test_forward_graph_is_pinned() -> None:
+    model = MLP()
+    compiled = acg.compile(model)
+    compiled(rnd(16, 6, requires_grad=False))
+    region = compiled._compiled._entries[0].region
+    assert region.forward_graph.code == '''\
+def forward(self, x, l1_weight, l1_bias, l2_weight, l2_bias):
+    linear = ops.acg.linear(x, l1_weight, l1_bias);  x = l1_weight = l1_bias = None
+    relu = ops.acg.relu(linear);  linear = None
+    linear_1 = ops.acg.linear(relu, l2_weight, l2_bias);  l2_weight = l2_bias = None
+    return (linear_1, relu)
+'''
+    # the backward recomputes relu's mask (gt) and the reshape linear's formula makes of
+    # relu from the one saved activation, and reads its batch size from x's shape
+    bw = region.backward_graph.code
+    assert bw.startswith("def forward(self, x, l2_weight, relu, l1_weight, l1_bias, l2_bias, "
+                         "tangent0):\n    sym_size_2 = sym_size(x, 1)")
+    assert "gt_Tensor = ops.acg.gt.Tensor(relu, 0)" in bw
+
+
+# -- guards --------------------------------------------------------------------------------
+
+def _retraced_because(caplog, call) -> str:
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="autograd_compile.aot"):
+        old = acg.config.LOGS
+        acg.config.LOGS = frozenset({"aot"})
+        try:
+            call()
+        finally:
+            acg.config.LOGS = old
+    return " ".join(r.getMessage() for r in caplog.records if "retracing" in r.getMessage())
+
+
+def test_guards_retrace_and_log_why(caplog) -> None:
+    model = MLP()
+    compiled = acg.compile(model)
+    x = rnd(16, 6)
+    compiled(x)
+    double = acg.compile(lambda t: t * 2)
+    double(x)
+    why = _retraced_because(caplog, lambda: double(x.to(acg.float64)))
+    assert "argument tensors" in why and "float64" in why
+    why = _retraced_because(caplog, lambda: compiled(rnd(16, 6, requires_grad=True)))
+    assert "argument tensors" in why
+    with acg.no_grad():
+        why = _retraced_because(caplog, lambda: compiled(x))
+        out = compiled(x)
+    assert out.grad_fn is None and acg.aot.counters["retraces"] == 3
+    assert "grad mode changed" in why
+    model.eval()
+    why = _retraced_because(caplog, lambda: compiled(x))
+    assert "training flags" in why
+    model.train()
+    model.l1.weight = nn.Parameter(model.l1.weight.detach() * 2)
+    why = _retraced_because(caplog, lambda: compiled(x))
+    assert "parameters and buffers" in why
+    assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-6)  # the new weight is used
+    why = _retraced_because(caplog, lambda: compiled(rnd(1, 6)))
+    assert "0 and 1 are specialised" in why
+
+
+def test_cache_size_limit_falls_back_to_eager(monkeypatch, caplog) -> None:
+    monkeypatch.setattr(aot_api, "CACHE_SIZE_LIMIT", 2)
+    cf = acg.compile(lambda x, k: x * k)
+    for k in (2, 3, 4, 5):
+        assert cf(acg.ones(3), k).tolist() == [float(k)] * 3
+    assert acg.aot.counters["traces"] == 2 and acg.aot.counters["eager_runs"] == 2
+    assert sum("cache size limit" in r.getMessage() for r in caplog.records) == 1
+
+
+# -- fallbacks and fullgraph ---------------------------------------------------------------
+
+def _branchy(x):
+    if x.sum() > 0:  # Python control flow on a tensor value
+        return x * 2
+    return x * 3
+
+
+@pytest.mark.parametrize("fn, needle", [
+    (_branchy, "x.sum() > 0"),
+    (lambda x: x * x.sum().item(), "item()"),
+    (lambda x: x * float(x.numpy().sum()), "x.numpy()"),
+    (lambda x: x + len(x.tolist()), "x.tolist()"),
+])
+def test_untraceable_runs_eagerly_logged_once_and_fullgraph_raises(fn, needle, caplog) -> None:
+    cf = acg.compile(fn)
+    x = acg.tensor([1.0, -0.5, 2.0])
+    for _ in range(2):
+        assert_close(cf(x), fn(x))
+    messages = [r.getMessage() for r in caplog.records if "eagerly" in r.getMessage()]
+    assert len(messages) == 1 and needle in messages[0]
+    assert acg.aot.counters["traces"] == 1 and acg.aot.counters["eager_runs"] == 2
+    with pytest.raises(acg.aot.Unsupported, match="fullgraph=True") as info:
+        acg.compile(fn, fullgraph=True)(x)
+    assert needle in str(info.value) and isinstance(info.value, RuntimeError)
+
+
+def test_hook_registered_inside_runs_eagerly(mode) -> None:
+    seen = []
+
+    @acg.compile
+    def f(x):
+        y = x * 2
+        y.register_hook(lambda g: seen.append(1) or g * 10)
+        return y.sum()
+
+    x = acg.ones(3, requires_grad=True)
+    with mode():
+        f(x).backward()
+    assert seen == [1] and x.grad.tolist() == [20.0] * 3
+    with pytest.raises(acg.aot.Unsupported, match="hook"):
+        acg.compile(f.__wrapped__, fullgraph=True)(x)
+
+
+def test_inplace_write_to_input_that_requires_grad_runs_eagerly() -> None:
+    cf = acg.compile(lambda x: x.mul_(2))
+    with pytest.raises(RuntimeError, match="leaf Variable"):  # eager's own error
+        cf(acg.ones(2, requires_grad=True))
+    assert acg.aot.counters["eager_runs"] == 1
+
+
+# -- decorator, module wrapper -------------------------------------------------------------
+
+def test_decorator_forms() -> None:
+    @acg.compile
+    def f(x):
+        return x + 1
+
+    @acg.compile(fullgraph=True, dynamic=False)
+    def g(x):
+        return x * 2
+
+    assert f(acg.ones(2)).tolist() == [2.0, 2.0] and g(acg.ones(2)).tolist() == [2.0, 2.0]
+    assert f.__name__ == "f" and isinstance(g, acg.aot.CompiledFunction)
+    g(acg.ones(3))
+    assert acg.aot.counters["retraces"] == 1  # dynamic=False: sizes are static
+
+
+def test_optimized_module_shares_state() -> None:
+    model = MLP()
+    compiled = acg.compile(model)
+    assert compiled._orig_mod is model and isinstance(compiled, nn.Module)
+    assert [id(p) for p in compiled.parameters()] == [id(p) for p in model.parameters()]
+    assert list(compiled.state_dict()) == list(model.state_dict())
+    assert compiled.l1 is model.l1
+    compiled.eval()
+    assert not model.training and not model.l1.training
+    compiled.train()
+    assert model.drop.training
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="unknown backend 'inductor'"):
+        acg.compile(lambda x: x, backend="inductor")
+    with pytest.raises(TypeError, match="expects a callable"):
+        acg.compile(3)
+    f = lambda x: x  # noqa: E731
+    assert acg.compile(f, disable=True) is f
+
+
+# -- randomness and buffers ----------------------------------------------------------------
+
+def test_dropout_takes_fresh_keys_and_matches_eager_under_the_same_seed(mode) -> None:
+    model = MLP(p=0.5)
+    compiled = acg.compile(model)
+    x, y = rnd(32, 6), rnd(32, 10)
+    a, b = compiled(x), compiled(x)
+    assert not np.allclose(np.asarray(a), np.asarray(b))  # a fresh mask every call
+    acg.manual_seed(7)
+    loss_c, grads_c = _step(model, compiled, x, y, mode)
+    acg.manual_seed(7)
+    loss_e, grads_e = _step(model, model, x, y, mode)
+    assert loss_c == pytest.approx(loss_e, rel=1e-5)
+    for gc, ge in zip(grads_c, grads_e):
+        assert_close(gc, ge, rtol=1e-5, atol=1e-6)
+    assert acg.aot.counters["traces"] == 1
+
+
+def test_random_statistics() -> None:
+    cf = acg.compile(lambda n: acg.rand(4096) + n)
+    draws = np.stack([np.asarray(cf(0.0)) for _ in range(3)])
+    assert 0.48 < draws.mean() < 0.52 and 0.07 < draws.var() < 0.097  # U(0, 1): 1/12
+    assert not np.array_equal(draws[0], draws[1])
+
+
+def test_inplace_writes_to_buffers_are_written_back() -> None:
+    running = acg.zeros(4)
+    seen = acg.zeros(4)
+
+    def stats(x):
+        running.mul_(0.9).add_(x.mean(0) * 0.1)  # BatchNorm-style running statistics
+        seen.copy_(x[0])
+        return x * 2
+
+    cf = acg.compile(stats)
+    x1, x2 = rnd(16, 4), rnd(16, 4)
+    cf(x1), cf(x2)
+    want = (x1.mean(0) * 0.1 * 0.9 + x2.mean(0) * 0.1).numpy()
+    assert_close(running, want, rtol=1e-6, atol=1e-7)
+    assert_close(seen, x2[0])
+    assert running._version == 2  # one write-back per call
+
+
+# -- hooks around the region, double backward, retain_graph --------------------------------
+
+def test_hooks_outside_the_region_keep_eager_semantics(mode) -> None:
+    model = MLP()
+    compiled = acg.compile(model)
+    x, y = rnd(16, 6), rnd(16, 10)
+    calls = []
+    handles = [p.register_post_accumulate_grad_hook(lambda p: calls.append(p.shape))
+               for p in model.parameters()]
+    out = compiled(x)
+    out.register_hook(lambda g: g * 3)
+    with mode():
+        F.mse_loss(out, y).backward()
+    got = _grads(list(model.parameters()))
+    assert len(calls) == 4
+    out = model(x)
+    out.register_hook(lambda g: g * 3)
+    F.mse_loss(out, y).backward()
+    for g, w in zip(got, _grads(list(model.parameters()))):
+        assert_close(g, w, rtol=1e-5, atol=1e-6)
+    for h in handles:
+        h.remove()
+
+
+def test_create_graph_first_order_works_then_double_backward_raises(mode) -> None:
+    cf = acg.compile(lambda x: (x ** 3).sum())
+    x = acg.tensor([1.0, 2.0], requires_grad=True)
+    with mode():
+        (g,) = acg.autograd.grad(cf(x), x, create_graph=True)
+    assert g.tolist() == [3.0, 12.0] and g.requires_grad
+    with pytest.raises(RuntimeError, match="does not currently support double backward"):
+        with mode():
+            g.sum().backward()
+
+
+def test_retain_graph_and_freed_saved_values(mode) -> None:
+    cf = acg.compile(lambda x, w: (x @ w).tanh().sum())
+    x, w = rnd(4, 3), rnd(3, 2, requires_grad=True)
+    loss = cf(x, w)
+    with mode():
+        loss.backward(retain_graph=True)
+        loss.backward()
+    first = np.asarray(w.grad) / 2
+    w.grad = None
+    (x @ w).tanh().sum().backward()
+    assert_close(first, w.grad, rtol=1e-6, atol=1e-7)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        with mode():
+            loss.backward()
+
+
+def test_saved_input_modified_in_place_raises_as_in_eager(mode) -> None:
+    cf = acg.compile(lambda x, w: (x @ w).sum())
+    x, w = rnd(4, 3), rnd(3, 2, requires_grad=True)
+    loss = cf(x, w)
+    with acg.no_grad():
+        w.mul_(2)  # not read by the backward (d/dw of x @ w needs x): no error, as in eager
+    x.mul_(2)  # read by the backward: eager raises, so do we
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        with mode():
+            loss.backward()
+    assert w.grad is None
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    from autograd_compile import aot
+    from autograd_compile.aot import api, guards, ops, tree
+    for module in (aot, api, guards, ops, tree):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and (result.attempted > 0 or module is api), module.__name__
