@@ -243,7 +243,8 @@ def _run_step_group(args: argparse.Namespace, device: jax.Device) -> tuple[
     sweep = {}
     for w in steps if not args.no_sweep else ():
         for system in step_group.SWEEP_SYSTEMS:
-            if w.name in SWEEP_WORKLOADS and system in w.results and not w.results[system].error:
+            if w.name in step_group.SWEEP_WORKLOADS and system in w.results \
+                    and not w.results[system].error:
                 sweep[f"{w.name}/{system}"] = step_group.step_sweep(w.name, system, args.smoke,
                                                                     device)
     return steps, skipped, sweep

@@ -40,6 +40,7 @@ from .systems import torch_available
 REFERENCE = "acg-eager"
 SWEEP_BATCHES = (16, 32, 48, 64)
 SWEEP_SYSTEMS = ("acg-compiled", "acg-compile")
+SWEEP_WORKLOADS = ("mlp_small", "mlp", "gpt")
 
 
 def acg_counters() -> dict[str, int]:

@@ -14,6 +14,7 @@ exists (it is part of the source tree, not of the installed package).
 from __future__ import annotations
 
 import importlib.util
+import sys
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -57,10 +58,36 @@ def gpt_module() -> ModuleType | None:
     """``examples/gpt.py`` imported from the source tree, or None when it is absent."""
     if not GPT_PATH.exists():
         return None
-    spec = importlib.util.spec_from_file_location("_acg_bench_gpt", GPT_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    name = "_acg_bench_examples_gpt"
+    if name not in sys.modules:  # registered first: its dataclasses look themselves up there
+        spec = importlib.util.spec_from_file_location(name, GPT_PATH)
+        sys.modules[name] = module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    return sys.modules[name]
+
+
+_AS_TORCH = (("import autograd_compile.nn.functional as", "import torch.nn.functional as"),
+             ("import autograd_compile.nn as", "import torch.nn as"),
+             ("import autograd_compile as", "import torch as"))
+
+
+def gpt_torch_module() -> ModuleType:
+    """``examples/gpt.py`` with its imports pointed back at PyTorch: the example is a
+    PyTorch program whose only change is the import, so undoing it gives torch's model."""
+    name = "_acg_bench_examples_gpt_torch"
+    if name not in sys.modules:
+        source = GPT_PATH.read_text()
+        for ours, theirs in _AS_TORCH:
+            source = source.replace(ours, theirs)
+        module = ModuleType(name)
+        module.__file__ = str(GPT_PATH)
+        sys.modules[name] = module
+        exec(compile(source, str(GPT_PATH), "exec"), module.__dict__)
+    return sys.modules[name]
 
 
 def available(name: str) -> str | None:
@@ -109,26 +136,40 @@ def _gpt(smoke: bool, batch: int | None) -> StepModel:
     config = gpt.GPTConfig(vocab_size=sizes["vocab"], block_size=sizes["seq"],
                            n_layer=sizes["layers"], n_head=sizes["heads"], n_embd=sizes["dim"],
                            dropout=0.0)
-    acg.manual_seed(0)
-    reference = gpt.GPT(config)
-    params = {k: p.numpy().copy() for k, p in reference.named_parameters()}
+
+    def make_model() -> Any:
+        acg.manual_seed(0)  # the same initial parameters for every system
+        return gpt.GPT(config)
+    params = {k: p.numpy().copy() for k, p in make_model().named_parameters()}
 
     def acg_build() -> tuple[dict[str, acg.Tensor], AcgLoss, Callable[[Callable], AcgLoss]]:
-        model = gpt.GPT(config)
-        model.load_state_dict({k: acg.tensor(v) for k, v in params.items()}, strict=False)
+        model = make_model()
 
         def make_compiled(compile: Callable) -> AcgLoss:
             compiled = compile(model)
             return lambda x, y: _gpt_loss(compiled(x), y)
         return dict(model.named_parameters()), lambda x, y: _gpt_loss(model(x), y), make_compiled
 
-    return StepModel("gpt", sizes, params, inputs, acg_build, None, None)
+    def torch_build() -> tuple[dict[str, Any], Callable[..., Any]]:
+        import torch
+        tgpt = gpt_torch_module()
+        model = tgpt.GPT(tgpt.GPTConfig(**vars(config)))
+        named = dict(model.named_parameters())
+        if set(named) != set(params):
+            raise RuntimeError(f"torch GPT parameters {sorted(named)} != {sorted(params)}")
+        with torch.no_grad():
+            for k, p in named.items():
+                p.copy_(torch.from_numpy(params[k]))
+        return named, lambda x, y: _gpt_loss(model(x), y, torch.nn.functional.cross_entropy)
+
+    return StepModel("gpt", sizes, params, inputs, acg_build, None, torch_build)
 
 
-def _gpt_loss(out: Any, y: acg.Tensor) -> acg.Tensor:
+def _gpt_loss(out: Any, y: Any, cross_entropy: Callable | None = None) -> Any:
     """The example's model returns logits, or (logits, loss) when given targets."""
     logits = out[0] if isinstance(out, tuple) else out
-    return acg.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+    ce = cross_entropy or acg.nn.functional.cross_entropy
+    return ce(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
 
 
 def build_step(name: str, smoke: bool = False, batch: int | None = None) -> StepModel:

@@ -41,7 +41,7 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 STEP_SMOKE_SYSTEMS = ["acg-eager", "acg-compiled", "acg-compile", "jax-floor"] + \
     (["torch-eager"] if torch_available() else [])
-STEP_SMOKE_WORKLOADS = ["mlp_small"] + (["gpt"] if step_models.available("gpt") is None else [])
+STEP_SMOKE_WORKLOADS = ["mlp_small"]  # gpt's first steps take tens of seconds: the slow tier
 
 
 @pytest.fixture(scope="module")
@@ -231,3 +231,19 @@ def test_xla_trap_study_measures_both_settings(tmp_path: Path) -> None:
     assert xla_trap.TRAP_FLAG not in trap["default"]["XLA_FLAGS"]
     for setting in trap.values():
         assert set(setting["measured"]) == {*xla_trap.TRAP_SYSTEMS, xla_trap.FORWARD}
+
+
+@pytest.mark.slow  # first steps of every system on the GPT example: about a minute
+def test_step_group_on_the_gpt_example(tmp_path: Path) -> None:
+    if step_models.available("gpt") is not None:
+        pytest.skip(step_models.available("gpt"))
+    out = tmp_path / "gpt.json"
+    systems = ["acg-eager", "acg-compiled", "acg-compile", "jax-floor"] + \
+        (["torch-eager"] if torch_available() else [])
+    rc = run.main(["--group", "step", "--smoke", "--no-sweep", "--no-progress",
+                   "--step-workload", "gpt", "--step-systems", ",".join(systems),
+                   "--json", str(out)])
+    doc = json.loads(out.read_text())
+    assert rc == 0, doc["failures"]
+    for system in systems[1:]:
+        assert doc["step"]["workloads"]["gpt"]["systems"][system]["grad_check"] == "ok"

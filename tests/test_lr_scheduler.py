@@ -246,6 +246,38 @@ def test_reduce_lr_on_plateau(mode, th_mode):
         L.ReduceLROnPlateau(opt, min_lr=[0, 0])
 
 
+TORCH_SPECS = [
+    ("StepLR", dict(step_size=3, gamma=0.5)), ("MultiStepLR", dict(milestones=[2, 5, 5, 9])),
+    ("ExponentialLR", dict(gamma=0.9)), ("CosineAnnealingLR", dict(T_max=4, eta_min=0.001)),
+    ("LinearLR", dict(start_factor=0.25, total_iters=4)),
+    ("ConstantLR", dict(factor=0.5, total_iters=3)), ("PolynomialLR", dict(power=2.0)),
+    ("OneCycleLR", dict(max_lr=[1.0, 0.5], total_steps=20)),
+    ("OneCycleLR", dict(max_lr=0.3, total_steps=20, three_phase=True,
+                        anneal_strategy="linear")),
+]
+
+
+@pytest.mark.parametrize("name,kw", TORCH_SPECS, ids=[n for n, _ in TORCH_SPECS])
+def test_matches_torch_when_installed(name, kw):
+    """lr and momentum step by step against torch.optim.lr_scheduler (skipped without torch)."""
+    torch = pytest.importorskip("torch")
+
+    def run(optim, sched_mod, make_param):
+        opt = optim.SGD([{"params": [make_param()], "lr": lr} for lr in (0.1, 0.02)],
+                        momentum=0.9)
+        sched = getattr(sched_mod, name)(opt, **kw)
+        out = []
+        for _ in range(19):
+            out.append([(g["lr"], g["momentum"]) for g in opt.param_groups])
+            opt.step()
+            sched.step()
+        return np.array(out)
+    ours = run(acg.optim, L, lambda: acg.nn.Parameter(acg.ones(1)))
+    theirs = run(torch.optim, torch.optim.lr_scheduler,
+                 lambda: torch.nn.Parameter(torch.ones(1)))
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-15)
+
+
 def test_docstring_examples_run():
     import doctest
     result = doctest.testmod(L)
