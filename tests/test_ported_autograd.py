@@ -364,3 +364,31 @@ def test_hook_returning_a_non_tensor_type_error(mode):
     x.register_hook(lambda g: 3)
     with pytest.raises(TypeError, match="expected Variable, but hook returned 'int'"), mode():
         (x * 2.0).backward()
+
+
+# -- higher-order gradients ------------------------------------------------------------------
+
+@pytest.mark.parametrize("x0", [2.0, -1.5])
+def test_higher_order_gradients(mode, x0):
+    """x**3 differentiated four times with create_graph: 3x^2, 6x, 6, 0 (test_compiled_autograd's
+    test_higher_order_gradients); every intermediate stays connected to x."""
+    x = acg.tensor(x0, requires_grad=True)
+    g, out = x ** 3, []
+    for _ in range(4):
+        with mode():
+            g, = acg.autograd.grad(g, x, create_graph=True)
+        out.append(g.item())
+    assert out == pytest.approx([3 * x0 ** 2, 6 * x0, 6.0, 0.0])
+
+
+def test_higher_order_gradients_against_jax(mode):
+    """Second derivative of a small composite against jax.grad(jax.grad(...))."""
+    import jax
+    import jax.numpy as jnp
+    x = acg.tensor([0.3, -0.7, 1.1], dtype=acg.float64, requires_grad=True)
+    with mode():
+        g, = acg.autograd.grad((x ** 2 * x.sin()).sum(), x, create_graph=True)
+        gg, = acg.autograd.grad(g.sum(), x)
+    f = lambda v: jnp.sum(v ** 2 * jnp.sin(v))
+    expected = jax.grad(lambda v: jnp.sum(jax.grad(f)(v)))(jnp.asarray(x.numpy()))
+    assert_close(gg, expected, rtol=1e-10, atol=1e-12)
