@@ -536,3 +536,58 @@ def test_dynamic_true_makes_parameter_sizes_symbolic_too() -> None:
         cf(x, w).backward()
         assert_close(w.grad, np.broadcast_to(np.asarray(x).sum(0)[:, None], (n, 7)), rtol=1e-5)
     assert acg.aot.counters["traces"] == 1
+
+
+# -- the example programs' models ------------------------------------------------------------
+
+def _train_twins(model, twin, batches, mode, fullgraph=True) -> None:
+    """A few optimizer steps of the compiled model and its eager twin: same losses, same
+    parameters, same buffers."""
+    compiled = acg.compile(model, fullgraph=fullgraph)
+    opts = [acg.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (model, twin)]
+    for i, (inputs, target) in enumerate(batches):
+        losses = []
+        for fwd, opt in zip((compiled, twin), opts):
+            acg.manual_seed(100 + i)  # the same dropout masks
+            out = fwd(inputs, target) if target is None or isinstance(model, _GPT) else \
+                F.cross_entropy(fwd(inputs), target)
+            loss = out[1] if isinstance(out, tuple) else out
+            opt.zero_grad()
+            with mode():
+                loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert losses[0] == pytest.approx(losses[1], rel=1e-5)
+    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+        assert_close(p, q, rtol=1e-4, atol=1e-5)
+    for (name, b), c in zip(model.named_buffers(), twin.buffers()):
+        assert_close(b, c, rtol=1e-5, atol=1e-6)
+
+
+from autograd_compile.examples import cnn as _cnn, gpt as _gpt  # noqa: E402
+
+_GPT = _gpt.GPT
+
+
+@pytest.mark.slow  # XLA compiles of the whole transformer: ~10 s on a quiet machine
+def test_gpt_example_model_trains_like_eager() -> None:
+    config = _gpt.GPTConfig(block_size=8, vocab_size=20, n_layer=1, n_head=2, n_embd=16)
+    acg.manual_seed(3)
+    model, twin = _gpt.GPT(config), _gpt.GPT(config)
+    twin.load_state_dict(model.state_dict())
+    assert model.lm_head.weight is model.transformer.wte.weight  # tied: one graph input
+    rng = np.random.default_rng(0)
+    batches = [(acg.tensor(rng.integers(0, 20, (b, 8))), acg.tensor(rng.integers(0, 20, (b, 8))))
+               for b in (4, 6)]
+    _train_twins(model, twin, batches, ExecModeless())
+    assert acg.aot.counters["traces"] == 1
+
+
+def test_cnn_example_model_trains_like_eager() -> None:
+    acg.manual_seed(4)
+    model, twin = _cnn.Net(), _cnn.Net()
+    twin.load_state_dict(model.state_dict())
+    x, y = _cnn.make_images(16, 0)
+    batches = [(acg.tensor(x[:8]), acg.tensor(y[:8])), (acg.tensor(x[8:]), acg.tensor(y[8:]))]
+    _train_twins(model, twin, batches, ExecModeless())
+    assert acg.aot.counters["traces"] == 1

@@ -335,3 +335,38 @@ def test_loss_and_pad_errors() -> None:
         F.pad(x, (1,))
     with pytest.raises(RuntimeError, match="Unrecognised padding mode"):
         F.pad(x, (1, 1), mode="mirror")
+
+
+# -- compiled forward (acg.compile) ----------------------------------------------------------------
+def test_compiled_forward_sdpa_dropout_draws_fresh_masks() -> None:
+    rng = np.random.default_rng(7)
+    q0, k0 = rng.standard_normal((2, 6, 3)), rng.standard_normal((2, 7, 3))
+    attend = acg.compile(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.4),
+                         fullgraph=True)
+    masks = []
+    for _ in range(2):
+        q, k, v = _leaf(q0), _leaf(k0), acg.tensor(np.eye(7))
+        out = attend(q, k, v)  # v = I: the output is the dropped-out probabilities
+        out.sum().backward()
+        keep = out.numpy() != 0
+        f = lambda q, k: _softmax_attn(q, k, jnp.eye(7), keep, 0.4).sum()  # noqa: E731
+        assert_close(q.grad, jax.grad(f)(q0, k0), rtol=1e-9, atol=1e-12)
+        masks.append(keep)
+    assert (masks[0] != masks[1]).any()  # the key is an input of the program, not a constant
+
+
+def test_compiled_forward_cnn_block_matches_eager() -> None:
+    rng = np.random.default_rng(8)
+    x0, w0 = rng.standard_normal((2, 3, 8, 8)), rng.standard_normal((4, 3, 3, 3))
+
+    def block(x, w):
+        h = F.batch_norm(F.conv2d(x, w, padding="same"), None, None, training=True)
+        h = F.avg_pool2d(F.max_pool2d(F.silu(h), 2), 2, ceil_mode=True)
+        return F.adaptive_avg_pool2d(F.pad(h, (1, 1, 1, 1), mode="reflect"), 1).sum()
+    grads = []
+    for fn in (block, acg.compile(block, fullgraph=True)):
+        x, w = _leaf(x0), _leaf(w0)
+        fn(x, w).backward()
+        grads.append((x.grad.numpy(), w.grad.numpy()))
+    for got, want in zip(grads[1], grads[0]):
+        assert_close(got, want, rtol=1e-9, atol=1e-12)

@@ -35,7 +35,10 @@ class DistributedDataParallel(Module):
     process's part of the batch) and calls ``module``; shard the targets the same way
     (``acg.distributed.shard(y, ddp.mesh)``) so the loss is over the global batch.
     PyTorch's other arguments (``device_ids``, ``output_device``, ...) are accepted
-    and ignored: the mesh says where everything lives.
+    and ignored: the mesh says where everything lives. With ``acg.compile``, wrap
+    either way: ``DDP(acg.compile(model))`` (DDP shards the inputs, then one SPMD
+    program runs) or ``acg.compile(DDP(model))`` on inputs already placed with
+    ``acg.distributed.shard`` (inside a trace DDP leaves placement to the caller).
 
     >>> import autograd_compile as acg
     >>> model = acg.nn.parallel.DistributedDataParallel(acg.nn.Linear(4, 2))
