@@ -309,7 +309,7 @@ def run_compiled(task: GraphTask) -> bool:
     if c.hooks:  # a hook may have modified a saved tensor in place before it was used
         for sv, node, i in col.saved_vars:
             if entry.used_after_hook[i]:
-                sv.unpack(node)  # raises PyTorch's error; the journal undoes every write
+                sv.check_version(node)  # PyTorch's error; the journal undoes every write
     if task.inputs is not None:
         task.captured = list(outs)
     task.executed = c.nodes

@@ -202,7 +202,7 @@ class AutogradCompilerInstance:
                 self.sym_sizes.append(sym)
                 reps.append(k)
         for i, v in enumerate(scalars):
-            s = LiftedScalar(v, index=i)
+            s = LiftedScalar(v, index=i, is_int=type(v) is int)
             set_proxy(self.tracer, s, self._item("scalars", i))
             self.lifted.append(s)
         return SizeGuards(list(sizes), self.shape_env, reps, symbols)

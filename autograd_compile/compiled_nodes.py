@@ -60,6 +60,28 @@ def visit_value(value: Any, v: Any, is_size: bool = False) -> Any:
     return v.const(value)
 
 
+_NO_DEFAULT, _NOT_LIFTED = object(), object()
+_LIFT_INTS: dict[Any, tuple[Any, ...]] = {}
+
+
+def _int_lift_flags(op: Any) -> tuple[Any, ...]:
+    """Per argument: where a Python int is a number the formula computes with (a scalar
+    in a Tensor slot, a Scalar argument), the value it is NOT lifted at (the schema's
+    default, so ``alpha=1`` stays a constant), else _NOT_LIFTED (dims, sizes: specialised)."""
+    flags = _LIFT_INTS.get(op)
+    if flags is None:
+        flags = _LIFT_INTS[op] = tuple(
+            (a.default if a.has_default else _NO_DEFAULT)
+            if a.is_tensor or a.type in ("Scalar", "Scalar?") else _NOT_LIFTED
+            for a in op.schema.arguments)
+    return flags
+
+
+def _lifts_int(value: Any, flag: Any) -> bool:
+    return type(value) is int and flag is not _NOT_LIFTED and not (
+        flag is not _NO_DEFAULT and type(flag) is int and flag == value)
+
+
 _SIZE_FLAGS: dict[Any, tuple[bool, ...]] = {}
 _CONSTS = frozenset({int, bool, str, type(None)})  # specialised as they are
 
@@ -75,9 +97,11 @@ def _size_flags(op: Any) -> tuple[bool, ...]:
 def visit_op_node(node: OpNode, v: Any) -> NodeState:
     v.const((OpNode, node.op.qualname, node.arg_kinds, node.saved_out is not None))
     args = []
-    for value, is_size in zip(node.saved, _size_flags(node.op)):
+    for value, is_size, lift in zip(node.saved, _size_flags(node.op), _int_lift_flags(node.op)):
         kind = type(value)
-        if kind is SavedVariable:
+        if kind is int and _lifts_int(value, lift):
+            args.append(v.scalar(value))
+        elif kind is SavedVariable:
             args.append(v.saved(value, node))
         elif kind is TensorMeta:
             args.append(v.meta(value))
@@ -116,8 +140,19 @@ def visit_function_node(node: BackwardCFunction, v: Any) -> NodeState:
             raise NotCapturable(f"{node.name()}: ctx.{name} is a {type(value).__name__}; its "
                                 "contents cannot be lifted or guarded")
         v.const(name)
-        attrs[name] = visit_value(value, v)
+        attrs[name] = _visit_ctx_value(value, v)
     return NodeState(saved, extra=attrs)
+
+
+def _visit_ctx_value(value: Any, v: Any) -> Any:
+    """A ctx attribute: an int is a lifted scalar (it specialises only where backward
+    decides on it), a tuple or list of ints (a shape) symbolic sizes; the rest as args."""
+    if type(value) is int:
+        return v.scalar(value)
+    if type(value) in (tuple, list) and value and all(type(x) is int for x in value):
+        v.const(("ints", type(value).__name__, len(value)))
+        return v.size_arg(value)
+    return visit_value(value, v)
 
 
 def visit_accumulate(node: AccumulateGrad, v: Any) -> NodeState:
@@ -305,10 +340,14 @@ class Collector:
         reads. ``tests/test_compiled_autograd.py`` checks it against the generic visit."""
         key, sizes = self.key, self.sizes
         key.append((OpNode, node.op.qualname, node.arg_kinds, node.saved_out is not None))
-        for value, is_size in zip(node.saved, _size_flags(node.op)):
+        for value, is_size, lift in zip(node.saved, _size_flags(node.op),
+                                        _int_lift_flags(node.op)):
             kind = type(value)
             if kind is SavedVariable:
                 self.saved(value, node)
+            elif kind is int and _lifts_int(value, lift):
+                key.append("S")
+                self.scalars.append(value)
             elif kind is TensorMeta:
                 key.append(("M", value.dtype, len(value.shape)))
                 sizes.extend(value.shape)

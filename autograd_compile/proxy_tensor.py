@@ -120,6 +120,17 @@ def _same_constant(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b if not isinstance(b, Tensor) else False
 
 
+_NUMERIC_TYPES = frozenset({"Tensor", "Tensor?", "Scalar", "Scalar?", "float", "float?"})
+
+
+def _specialize_structural(func: OpOverload, args: tuple) -> tuple:
+    """A lifted int used as a dim or a size is structural: the graph takes its value (the
+    fake kernel's decisions on it already guarded it); as a number it stays an input."""
+    schema = func.schema.arguments
+    return tuple(a.specialize() if isinstance(a, LiftedScalar) and i < len(schema) and
+                 schema[i].type not in _NUMERIC_TYPES else a for i, a in enumerate(args))
+
+
 class ProxyDispatchMode(DispatchMode):
     """Record each op as a node; the op itself runs below (fake or real)."""
 
@@ -130,6 +141,8 @@ class ProxyDispatchMode(DispatchMode):
                          kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
+        if any(isinstance(a, LiftedScalar) for a in args):
+            args = _specialize_structural(func, args)
         p_args = _to_proxy_arg(self.tracer, args)
         defaults = _defaults(func)  # omitted when equal to the schema's: the graph reads cleaner
         p_kwargs = {k: _to_proxy_arg(self.tracer, v) for k, v in kwargs.items()

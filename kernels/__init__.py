@@ -7,7 +7,7 @@ program, :mod:`.api` and :mod:`._methods` are the Python surface (``acg.*`` and 
 methods), :mod:`.views` makes in-place ops on views write through to their base.
 """
 from . import factories, elementwise, indexing, reductions, shape, linalg, nn  # noqa: F401
-from . import attention, conv  # noqa: F401
+from . import attention, conv, losses  # noqa: F401
 
 __all__ = ["factories", "elementwise", "indexing", "reductions", "shape", "linalg", "nn",
-           "attention", "conv"]
+           "attention", "conv", "losses"]

@@ -7,6 +7,7 @@ Oracle: the same model trained on one device over the global batch (plain eager)
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sys
 
 import jax
@@ -48,10 +49,11 @@ def jax_grads(params: dict, x: np.ndarray, y: np.ndarray) -> dict:
 
 
 def train(mode: str, ddp: bool, shard_params: bool = False, hooks: bool = False,
-          compiled_forward: bool = False) -> dict:
+          compiled_forward: str = "") -> dict:
     model = make_model()
-    net = DDP(model, shard_parameters=shard_params) if ddp else model
-    if compiled_forward:  # acg.compile over DDP: inputs arrive placed (shard them first)
+    inner = acg.compile(model) if compiled_forward == "inner" else model
+    net = DDP(inner, shard_parameters=shard_params) if ddp else model
+    if compiled_forward == "outer":  # acg.compile over DDP: inputs arrive placed
         net = acg.compile(net)
     opt = acg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     seen: list = []
@@ -67,7 +69,7 @@ def train(mode: str, ddp: bool, shard_params: bool = False, hooks: bool = False,
         if ddp:
             mesh = dist.device_mesh()
             yt = dist.shard(yt, mesh)
-            xt = dist.shard(xt, mesh) if compiled_forward else xt
+            xt = dist.shard(xt, mesh) if compiled_forward == "outer" else xt
         opt.zero_grad()
         out = net(xt)
         out_spec = _spec(out._data)
@@ -119,10 +121,10 @@ def main(modes: list[str]) -> None:
                 specs=r["specs"], devices=r["devices"], state=r["state"],
                 captures=r["captures"], bytes=r["bytes"])
         if mode == "compiled-jax":
-            for shard_params in (False, True):
+            for shard_params, where in itertools.product((False, True), ("outer", "inner")):
                 acg.aot.counters.clear()
-                r = train(mode, ddp=True, shard_params=shard_params, compiled_forward=True)
-                out[f"compile/{shard_params}"] = dict(
+                r = train(mode, ddp=True, shard_params=shard_params, compiled_forward=where)
+                out[f"compile/{where}/{shard_params}"] = dict(
                     params=diff(r["params"], ref["params"]), grads=diff(r["first"], ref["first"]),
                     specs=r["specs"], out=r["out_spec"], aot=dict(acg.aot.counters))
         hooked, plain = train(mode, ddp=True, hooks=True), ref["first"]

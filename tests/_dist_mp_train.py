@@ -102,16 +102,25 @@ def train_with_sampler(rank: int, world: int) -> dict:
     return dict(diff=diff, steps=steps, moved=moved, loss=max(losses))
 
 
+def value(t: acg.Tensor) -> np.ndarray:
+    """The whole value of a tensor split over processes (a collective: every rank calls)."""
+    if t._data.is_fully_addressable or t._data.is_fully_replicated:
+        return t.numpy()
+    from jax.experimental import multihost_utils
+    return np.asarray(multihost_utils.process_allgather(t._data, tiled=True))
+
+
 def train(rank: int, world: int) -> dict:
     solo = make_model(0)
     ref = {n: p.numpy() for n, p in run(solo, solo, "eager", 0, 0).items()}
     out = {}
-    for mode in ("eager", "compiled-jax"):
+    for mode, sharded in (("eager", False), ("compiled-jax", False), ("compiled-jax", True)):
         model = make_model(seed=rank)  # ranks differ: DDP must broadcast rank 0's values
-        params = run(model, DDP(model), mode, rank, world)
-        out[mode] = dict(
-            diff=max(float(np.max(np.abs(p.numpy() - ref[n]))) for n, p in params.items()),
+        params = run(model, DDP(model, shard_parameters=sharded), mode, rank, world)
+        out[mode + ("/sharded" if sharded else "")] = dict(
+            diff=max(float(np.max(np.abs(value(p) - ref[n]))) for n, p in params.items()),
             replicated=all(p._data.is_fully_replicated for p in params.values()),
+            split={n: str(p._data.sharding.spec) for n, p in params.items()},
             devices=sorted({len(p._data.sharding.device_set) for p in params.values()}))
     out["sampler"] = train_with_sampler(rank, world)
     out["all_reduce"] = dist.all_reduce(acg.tensor([rank + 1.0, -rank]), op="sum").tolist()

@@ -415,6 +415,48 @@ def _jnp_var(x, d, keepdim):
     return jnp.var(x, axis=d, ddof=1, keepdims=keepdim)
 
 
+def _attention_gen(draw, shapes):  # self-attention of a [..., L, E] value
+    i = _pick(draw, shapes, lambda s: len(s) >= 2)
+    return None if i is None else ((i,), (draw(st.booleans()),), shapes[i])
+
+
+def _jnp_attention(x, causal):
+    s = x @ jnp.swapaxes(x, -1, -2) / np.sqrt(x.shape[-1])
+    if causal:
+        s = jnp.where(np.tril(np.ones(s.shape[-2:], bool)), s, -jnp.inf)
+    return jax.nn.softmax(s, -1) @ x
+
+
+def _pad_gen(draw, shapes):
+    i = _pick(draw, shapes, lambda s: len(s) >= 1 and s[-1] >= 2)
+    if i is None:
+        return None
+    lo, hi = draw(st.sampled_from([(1, 0), (0, 2), (1, 1)]))
+    mode = draw(st.sampled_from(["constant", "reflect", "replicate"]))
+    mode = "replicate" if mode == "reflect" and max(lo, hi) >= shapes[i][-1] else mode
+    out = shapes[i][:-1] + (shapes[i][-1] + lo + hi,)
+    return ((i,), (lo, hi, mode), out) if numel(out) <= MAX_NUMEL else None
+
+
+def _jnp_pad(x, lo, hi, mode):
+    pads = [(0, 0)] * (x.ndim - 1) + [(lo, hi)]
+    return jnp.pad(x, pads, mode={"replicate": "edge"}.get(mode, mode))
+
+
+def _avg_pool_gen(draw, shapes):
+    i = _pick(draw, shapes, lambda s: len(s) == 3 and min(s[1:]) >= 2)
+    return None if i is None else ((i,), (), shapes[i][:1] + (shapes[i][1] - 1,
+                                                                shapes[i][2] - 1))
+
+
+def _jnp_avg_pool(x):  # 2x2 windows at stride 1, written as the four shifted slices
+    return (x[:, :-1, :-1] + x[:, 1:, :-1] + x[:, :-1, 1:] + x[:, 1:, 1:]) / 4
+
+
+def _jnp_normalize(x, d):  # max(||x||, eps) with the clamp under the root, as F.normalize
+    return x / jnp.sqrt(jnp.maximum((x * x).sum(d, keepdims=True), 1e-24))
+
+
 OPS: dict[str, OpSpec] = {
     "neg": unary(lambda x: -x, lambda x: -x),
     "mul_s": scalar_op(_scalar_fn(lambda x, s: x * s, lambda s, x: s * x),
@@ -484,6 +526,20 @@ OPS: dict[str, OpSpec] = {
     "inplace_view": OpSpec(_view_inplace_gen, _view_inplace_acg, _view_inplace_jnp),
     "cube_fn": OpSpec(_pow_gen([0.5, -2.0]), lambda v, p: Cube.apply(v[0], p[0]),
                       lambda v, p: v[0] * v[0] * v[0] * p[0]),
+    "silu": unary(F.silu, jax.nn.silu),
+    "softplus": unary(F.softplus, jax.nn.softplus),
+    "normalize": OpSpec(_softmax_gen, lambda v, p: F.normalize(v[0], dim=p[0]),
+                        lambda v, p: _jnp_normalize(v[0], p[0])),
+    "smooth_l1": OpSpec(_same_shape_pair_gen, lambda v, p: F.smooth_l1_loss(
+        v[0], v[1], reduction="none", beta=abs(p[0])), lambda v, p: jnp.where(
+        jnp.abs(v[0] - v[1]) < abs(p[0]), 0.5 * (v[0] - v[1]) ** 2 / abs(p[0]),
+        jnp.abs(v[0] - v[1]) - 0.5 * abs(p[0]))),
+    "attention": OpSpec(_attention_gen, lambda v, p: F.scaled_dot_product_attention(
+        v[0], v[0], v[0], is_causal=p[0]), lambda v, p: _jnp_attention(v[0], p[0])),
+    "pad": OpSpec(_pad_gen, lambda v, p: F.pad(v[0], p[:2], mode=p[2]),
+                  lambda v, p: _jnp_pad(v[0], *p)),
+    "avg_pool": OpSpec(_avg_pool_gen, lambda v, p: F.avg_pool2d(v[0], 2, 1),
+                       lambda v, p: _jnp_avg_pool(v[0])),
     "muladd_fn": OpSpec(_same_shape_pair_gen, lambda v, p: MulAdd.apply(v[0], v[1], p[0]),
                         lambda v, p: v[0] * v[1] + v[0] * p[0]),
 }

@@ -58,13 +58,17 @@ def _analytic(module: Any, inputs: list[np.ndarray], differentiable: list[bool],
 
 
 def check_layer_grads(module: Any, inputs: list[np.ndarray], mode: Any, kwargs: dict | None = None,
-                      rtol: float = 1e-6, atol: float = 1e-7, seed: int = 0) -> Any:
+                      rtol: float = 1e-6, atol: float = 1e-7, seed: int = 0,
+                      requires_grad: Sequence[bool] | None = None) -> Any:
     """Run forward + backward (under ``mode``) on float64 copies and compare every input
-    and parameter gradient with the oracle. Returns the forward output."""
+    and parameter gradient with the oracle. Returns the forward output.
+
+    ``requires_grad``: which inputs to differentiate (default: the floating ones)."""
     kwargs = kwargs or {}
     module = module.double()
     params = [p.numpy().copy() for p in module.parameters()]
-    differentiable = [bool(np.issubdtype(x.dtype, np.floating)) for x in inputs]
+    differentiable = list(requires_grad) if requires_grad is not None else [
+        bool(np.issubdtype(x.dtype, np.floating)) for x in inputs]
     (out, cot), analytic = _analytic(module, inputs, differentiable, seed, kwargs, mode)
     if mode.compiled:
         _, expected = _analytic(module, inputs, differentiable, cot, kwargs,

@@ -169,4 +169,120 @@ def _max_pool_ceil_dil_ref(x):
     return jnp.max(jnp.stack([sl for _, sl in _taps(xp, (2, 2), (2, 2), (2, 2), (3, 3))]), 0)
 
 
-NN_CASES: list[Case] = ATTENTION + CONV
+# -- losses, activations, padding -----------------------------------------------------------------
+def _reduced(loss, reduction="mean"):
+    return {"none": loss, "sum": loss.sum(), "mean": loss.mean()}[reduction]
+
+
+def _smooth_l1_ref(x, t, beta=1.0, reduction="mean"):
+    d = jnp.abs(x - t)
+    return _reduced(jnp.where(d < beta, 0.5 * d ** 2 / beta, d - 0.5 * beta), reduction)
+
+
+def _bce_ref(x, t, w=None, reduction="mean"):
+    loss = -(t * jnp.log(x) + (1 - t) * jnp.log(1 - x)) * (1 if w is None else w)
+    return _reduced(loss, reduction)
+
+
+def _bce_logits_ref(x, t, w=None, pw=None, reduction="mean"):
+    p = jax.nn.sigmoid(x)
+    loss = -((1 if pw is None else pw) * t * jnp.log(p) + (1 - t) * jnp.log(1 - p))
+    return _reduced(loss * (1 if w is None else w), reduction)
+
+
+def _ce_index_ref(x, t, w=None, reduction="mean", ignore=-100, ls=0.0):
+    """PyTorch's formula via one-hot targets: (1-ls) nll + ls/C * sum over classes."""
+    c = 1 if x.ndim > 1 else 0
+    n = x.shape[c]
+    logp = jax.nn.log_softmax(x, c)
+    valid = t != ignore
+    onehot = jax.nn.one_hot(jnp.where(valid, t, 0), n, axis=c)
+    wv = jnp.ones(n) if w is None else w
+    wb = wv.reshape((-1,) + (1,) * (x.ndim - c - 1))
+    wt = (onehot * wb).sum(c) * valid
+    nll, smooth = -(logp * onehot).sum(c) * wt, -(logp * wb).sum(c) * valid
+    loss = (1 - ls) * nll + ls / n * smooth
+    return {"none": loss, "sum": loss.sum(), "mean": loss.sum() / wt.sum()}[reduction]
+
+
+def _ce_prob_ref(x, p, w=None, reduction="mean", ls=0.0):
+    c = 1 if x.ndim > 1 else 0
+    n = x.shape[c]
+    wb = 1 if w is None else w.reshape((-1,) + (1,) * (x.ndim - c - 1))
+    loss = -(jax.nn.log_softmax(x, c) * (p * (1 - ls) + ls / n) * wb).sum(c)
+    return {"none": loss, "sum": loss.sum(), "mean": loss.sum() / (x.size // n)}[reduction]
+
+
+def _nll_ref(x, t, w):
+    """Weighted mean of -x at the target class, ignored positions excluded."""
+    valid = t != -100
+    onehot = jax.nn.one_hot(jnp.where(valid, t, 0), x.shape[1], axis=1)
+    wt = (onehot * w.reshape(-1, 1, 1)).sum(1) * valid
+    return (-(x * onehot).sum(1) * wt).sum() / wt.sum()
+
+
+SPATIAL_T = V([[[0, 2], [-100, 1]], [[2, 2], [1, 0]]], "int")
+LOSSES = [
+    Case("l1_loss", F.l1_loss, lambda x, t: jnp.abs(x - t).mean(), (T(3, 4), T(3, 4))),
+    Case("l1_loss_sum_broadcast", lambda x, t: F.l1_loss(x, t, reduction="sum"),
+         lambda x, t: jnp.abs(x - t).sum(), (T(3, 4), T(4))),
+    Case("smooth_l1_loss", F.smooth_l1_loss, _smooth_l1_ref, (T(3, 4), T(3, 4)), double=True),
+    Case("smooth_l1_loss_beta_none", lambda x, t: F.smooth_l1_loss(x, t, reduction="none",
+                                                                   beta=0.5),
+         lambda x, t: _smooth_l1_ref(x, t, 0.5, "none"), (T(3, 4), T(3, 4))),
+    Case("binary_cross_entropy", F.binary_cross_entropy, _bce_ref,
+         (T(3, 4, lo=0.05, hi=0.95), T(3, 4, lo=0, hi=1)), double=True),
+    Case("binary_cross_entropy_weight_sum", lambda x, t, w: F.binary_cross_entropy(
+        x, t, w, reduction="sum"), lambda x, t, w: _bce_ref(x, t, w, "sum"),
+        (T(3, 4, lo=0.05, hi=0.95), T(3, 4, lo=0, hi=1), T(4, lo=0.5, hi=2))),
+    Case("bce_with_logits", F.binary_cross_entropy_with_logits, _bce_logits_ref,
+         (T(3, 4), T(3, 4, lo=0, hi=1)), double=True),
+    Case("bce_with_logits_weight_pos_weight", lambda x, t, w, pw: (
+        F.binary_cross_entropy_with_logits(x, t, w, reduction="none", pos_weight=pw)),
+        lambda x, t, w, pw: _bce_logits_ref(x, t, w, pw, "none"),
+        (T(2, 3, 4), T(2, 3, 4, lo=0, hi=1), T(3, 1), P(4)), double=True),
+    Case("nll_loss_spatial_weight_ignore", lambda x, t, w: F.nll_loss(x, t, w),
+         _nll_ref,
+         (T(2, 3, 2, 2), SPATIAL_T, C(3))),
+    Case("nll_loss_none_unbatched", lambda x, t: F.nll_loss(x, t, reduction="none"),
+         lambda x, t: -x[t], (T(4), V(1, "int"))),
+    Case("cross_entropy_spatial_weight_ignore_ls", lambda x, t, w: F.cross_entropy(
+        x, t, w, label_smoothing=0.3), lambda x, t, w: _ce_index_ref(x, t, w, ls=0.3),
+        (T(2, 3, 2, 2), SPATIAL_T, C(3)), double=True),
+    Case("cross_entropy_spatial_ignore2_sum", lambda x, t: F.cross_entropy(
+        x, t, ignore_index=2, reduction="sum", label_smoothing=0.1),
+        lambda x, t: _ce_index_ref(x, t, reduction="sum", ignore=2, ls=0.1),
+        (T(2, 3, 2, 2), V([[[0, 2], [0, 1]], [[2, 2], [1, 0]]], "int"))),
+    Case("cross_entropy_probs_spatial_weight_ls", lambda x, p, w: F.cross_entropy(
+        x, p, w, label_smoothing=0.2), lambda x, p, w: _ce_prob_ref(x, p, w, ls=0.2),
+        (T(2, 3, 2, 2), P(2, 3, 2, 2), C(3))),
+    Case("cross_entropy_probs_none_unbatched", lambda x, p: F.cross_entropy(
+        x, p, reduction="none"), lambda x, p: _ce_prob_ref(x, p, reduction="none"),
+        (T(5), P(5))),
+    Case("cross_entropy_probs_sum", lambda x, p: F.cross_entropy(x, p, reduction="sum"),
+         lambda x, p: _ce_prob_ref(x, p, reduction="sum"), (T(3, 4), P(3, 4))),
+    Case("silu_op", F.silu, jax.nn.silu, (T(3, 4),), double=True),
+    Case("softplus", F.softplus, jax.nn.softplus, (T(3, 4),), double=True),
+    Case("softplus_beta_threshold", lambda x: F.softplus(x * 4, beta=2.0, threshold=3.0),
+         lambda x: jnp.where(8 * x > 3, 4 * x, jnp.log1p(jnp.exp(8 * x)) / 2),
+         (T(3, 4, lo=-1, hi=1),)),
+    Case("normalize", F.normalize, lambda x: x / jnp.linalg.norm(x, axis=1, keepdims=True),
+         (T(3, 4),), double=True),
+    Case("normalize_p1_dim0", lambda x: F.normalize(x, p=1, dim=0),
+         lambda x: x / jnp.abs(x).sum(0, keepdims=True), (T(3, 4),)),
+    Case("pad_constant", lambda x: F.pad(x, (1, 2, 0, 1), value=1.5),
+         lambda x: jnp.pad(x, [(0, 0), (0, 1), (1, 2)], constant_values=1.5), (T(2, 3, 4),),
+         double=True),
+    Case("pad_constant_crop", lambda x: F.pad(x, (-1, 2)),
+         lambda x: jnp.pad(x[:, 1:], [(0, 0), (0, 2)]), (T(3, 4),)),
+    Case("pad_reflect", lambda x: F.pad(x, (2, 1, 1, 2), mode="reflect"),
+         lambda x: jnp.pad(x, [(0, 0), (1, 2), (2, 1)], mode="reflect"), (T(2, 4, 5),),
+         double=True),
+    Case("pad_replicate", lambda x: F.pad(x, (3, 1), mode="replicate"),
+         lambda x: jnp.pad(x, [(0, 0), (0, 0), (3, 1)], mode="edge"), (T(2, 2, 3),)),
+    Case("pad_circular", lambda x: F.pad(x, (1, 2, 2, 0), mode="circular"),
+         lambda x: jnp.pad(x, [(0, 0), (2, 0), (1, 2)], mode="wrap"), (T(1, 3, 4),)),
+]
+
+
+NN_CASES: list[Case] = ATTENTION + CONV + LOSSES

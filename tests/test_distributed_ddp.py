@@ -77,9 +77,10 @@ def test_compiled_backward_holds_the_gradient_collectives(ddp_run):
                                       <= p) for p in programs), programs
 
 
+@pytest.mark.parametrize("where", ["outer", "inner"])  # acg.compile(DDP(m)), DDP(acg.compile(m))
 @pytest.mark.parametrize("shard", [False, True], ids=["replicated", "sharded"])
-def test_acg_compile_over_ddp_on_sharded_inputs(ddp_run, shard):
-    r = ddp_run[0][f"compile/{shard}"]
+def test_acg_compile_with_ddp_on_sharded_inputs(ddp_run, shard, where):
+    r = ddp_run[0][f"compile/{where}/{shard}"]
     assert r["grads"] < TOL and r["params"] < TOL, r
     assert r["out"] == "P('data', None)"  # the compiled forward keeps the batch split
     assert r["aot"].get("eager_runs", 0) == 0 and r["aot"]["traces"] == 1, r["aot"]

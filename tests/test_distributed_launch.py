@@ -41,9 +41,15 @@ def test_two_processes_train_like_one_process_on_the_global_batch():
     assert sorted(ranks) == [0, 1]
     for rank, r in ranks.items():
         assert (r["world"], r["mesh"]) == (2, 4)
-        for mode in ("eager", "compiled-jax"):
+        for mode in ("eager", "compiled-jax", "compiled-jax/sharded"):
             assert r[mode]["diff"] < TOL, (rank, mode, r[mode])
-            assert r[mode]["replicated"] and r[mode]["devices"] == [4]
+            assert r[mode]["devices"] == [4]
+            assert r[mode]["replicated"] == (mode != "compiled-jax/sharded")
+        # shard_parameters across processes: each parameter split along its first dim
+        # that divides over the 4 devices; the bias (2,) that does not stays replicated
+        assert r["compiled-jax/sharded"]["split"] == {
+            "0.weight": "P('data', None)", "0.bias": "P('data',)",
+            "2.weight": "P(None, 'data')", "2.bias": "P()"}
         # DistributedSampler's shares make up the global batch: 2 epochs x 2 steps
         assert r["sampler"]["steps"] == 4 and r["sampler"]["moved"] > 1e-3
         assert r["sampler"]["diff"] < TOL and r["sampler"]["loss"] < TOL

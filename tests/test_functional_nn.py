@@ -215,3 +215,158 @@ def test_conv_and_pool_errors() -> None:
         F.batch_norm(acg.randn(1, 3), None, None, training=True)
     with pytest.raises(RuntimeError, match="running_mean"):
         F.batch_norm(x, None, None, training=False)
+
+
+# -- losses ---------------------------------------------------------------------------------------
+def _np_log_softmax(x: np.ndarray, c: int) -> np.ndarray:
+    z = x - x.max(c, keepdims=True)
+    return z - np.log(np.exp(z).sum(c, keepdims=True))
+
+
+def _np_cross_entropy(x, t, w, reduction, ignore, ls, probs):
+    """PyTorch's documented formulas, written with numpy loops over the samples."""
+    c = 1 if x.ndim > 1 else 0
+    n_cls = x.shape[c]
+    logp = np.moveaxis(_np_log_softmax(x, c), c, -1).reshape(-1, n_cls)  # one row per sample
+    wv = np.ones(n_cls) if w is None else w
+    if probs:
+        tp = np.moveaxis(t, c, -1).reshape(-1, n_cls) * (1 - ls) + ls / n_cls
+        losses = np.array([-(lp * tt * wv).sum() for lp, tt in zip(logp, tp)])
+        denom = len(losses)
+    else:
+        losses, denom = [], 0.0
+        for lp, k in zip(logp, t.reshape(-1)):
+            if k == ignore:
+                losses.append(0.0)
+                continue
+            losses.append((1 - ls) * -lp[k] * wv[k] + ls / n_cls * -(lp * wv).sum())
+            denom += wv[k]
+        losses = np.array(losses)
+    shape = t.shape if not probs else np.moveaxis(t, c, -1).shape[:-1]
+    return {"none": losses.reshape(shape), "sum": losses.sum(),
+            "mean": losses.sum() / denom}[reduction]
+
+
+@pytest.mark.parametrize("shape", [(5,), (4, 5), (2, 5, 3, 2)], ids=["1d", "2d", "4d"])
+@pytest.mark.parametrize("probs", [False, True], ids=["index", "probs"])
+@pytest.mark.parametrize("weighted", [False, True], ids=["", "weight"])
+@pytest.mark.parametrize("ls", [0.0, 0.25], ids=["", "ls"])
+def test_cross_entropy_every_combination_matches_numpy(shape, probs, weighted, ls) -> None:
+    rng = np.random.default_rng(len(shape) * 8 + probs * 4 + weighted * 2 + int(ls > 0))
+    x = rng.standard_normal(shape)
+    c = 1 if len(shape) > 1 else 0
+    tshape = shape[:c] + shape[c + 1:]
+    if probs:
+        t = rng.dirichlet(np.ones(5), tshape)
+        t = np.moveaxis(t, -1, c) if len(shape) > 1 else t
+    else:
+        t = rng.integers(0, 5, tshape)
+        if t.ndim:
+            t.reshape(-1)[:: 3] = 3  # ignore_index=3 hits some samples (not all)
+        else:
+            t = np.array(1)
+    w = rng.uniform(0.5, 2, 5) if weighted else None
+    for reduction in ("none", "sum", "mean"):
+        got = F.cross_entropy(acg.tensor(x), acg.tensor(t), None if w is None else acg.tensor(w),
+                              ignore_index=3, reduction=reduction, label_smoothing=ls)
+        want = _np_cross_entropy(x, t, w, reduction, 3, ls, probs)
+        assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_losses_gradients_agree_across_modes(mode) -> None:
+    rng = np.random.default_rng(6)
+    x0, t0 = rng.standard_normal((4, 3)) * 30, rng.uniform(0, 1, (4, 3))
+    x, pw = _leaf(x0), _leaf(np.array([0.5, 2.0, 1.0]))
+    loss = (F.binary_cross_entropy_with_logits(x, acg.tensor(t0), pos_weight=pw)
+            + F.smooth_l1_loss(x, acg.tensor(t0), beta=0.5) + F.l1_loss(x, acg.tensor(t0))
+            + F.softplus(x).mean() + F.silu(x).mean() + F.normalize(x).sum())
+    with mode():
+        loss.backward()
+
+    def ref(x, pw):
+        p = jax.nn.log_sigmoid(x)
+        bce = -(pw * t0 * p + (1 - t0) * jax.nn.log_sigmoid(-x)).mean()
+        d = jnp.abs(x - t0)
+        huber = jnp.where(d < 0.5, d ** 2, d - 0.25).mean()
+        norm = (x / jnp.linalg.norm(x, axis=1, keepdims=True)).sum()
+        return bce + huber + d.mean() + jax.nn.softplus(x).mean() + jax.nn.silu(x).mean() + norm
+    assert np.isfinite(loss.item())  # |x| up to ~90: stable logits
+    want = jax.grad(ref, (0, 1))(x0, np.array([0.5, 2.0, 1.0]))
+    assert_close(x.grad, want[0], rtol=1e-9, atol=1e-12)
+    assert_close(pw.grad, want[1], rtol=1e-9, atol=1e-12)
+
+
+def test_normalize_zero_vector_has_finite_gradient(mode) -> None:
+    x = _leaf(np.array([[0.0, 0.0], [3.0, 4.0]]))
+    out = F.normalize(x)
+    with mode():
+        out.sum().backward()
+    assert_close(out, [[0, 0], [0.6, 0.8]], rtol=1e-12)
+    assert np.isfinite(x.grad.numpy()).all()
+    assert_close(x.grad[0], [1e12, 1e12], rtol=1e-9)  # 1 / eps, as PyTorch's clamp_min
+
+
+def test_pad_reflect_gradient_folds_back(mode) -> None:
+    x = _leaf(np.arange(4.0).reshape(1, 4))
+    out = F.pad(x, (2, 1), mode="reflect")  # [2 1 | 0 1 2 3 | 2]
+    assert out.tolist() == [[2.0, 1.0, 0.0, 1.0, 2.0, 3.0, 2.0]]
+    with mode():
+        out.sum().backward()
+    assert x.grad.tolist() == [[1.0, 2.0, 3.0, 1.0]]
+
+
+def test_loss_and_pad_errors() -> None:
+    x = acg.rand(3, 4)
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        F.binary_cross_entropy(x + 1, x)
+    with pytest.raises(ValueError, match="different to the input size"):
+        F.binary_cross_entropy(x, x[0])
+    with pytest.raises(ValueError, match="must be the same as input size"):
+        F.binary_cross_entropy_with_logits(x, x[:, :2])
+    with pytest.raises(ValueError, match="not a valid value for reduction"):
+        F.l1_loss(x, x, reduction="avg")
+    with pytest.raises(RuntimeError, match="negative values for beta"):
+        F.smooth_l1_loss(x, x, beta=-1.0)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        F.nll_loss(x, acg.tensor([0, 4, 1]))
+    with pytest.raises(RuntimeError, match="Padding size should be less than"):
+        F.pad(x, (4, 0), mode="reflect")
+    with pytest.raises(RuntimeError, match="divisible by 2"):
+        F.pad(x, (1,))
+    with pytest.raises(RuntimeError, match="Unrecognised padding mode"):
+        F.pad(x, (1, 1), mode="mirror")
+
+
+# -- compiled forward (acg.compile) ----------------------------------------------------------------
+def test_compiled_forward_sdpa_dropout_draws_fresh_masks() -> None:
+    rng = np.random.default_rng(7)
+    q0, k0 = rng.standard_normal((2, 6, 3)), rng.standard_normal((2, 7, 3))
+    attend = acg.compile(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.4),
+                         fullgraph=True)
+    masks = []
+    for _ in range(2):
+        q, k, v = _leaf(q0), _leaf(k0), acg.tensor(np.eye(7))
+        out = attend(q, k, v)  # v = I: the output is the dropped-out probabilities
+        out.sum().backward()
+        keep = out.numpy() != 0
+        f = lambda q, k: _softmax_attn(q, k, jnp.eye(7), keep, 0.4).sum()  # noqa: E731
+        assert_close(q.grad, jax.grad(f)(q0, k0), rtol=1e-9, atol=1e-12)
+        masks.append(keep)
+    assert (masks[0] != masks[1]).any()  # the key is an input of the program, not a constant
+
+
+def test_compiled_forward_cnn_block_matches_eager() -> None:
+    rng = np.random.default_rng(8)
+    x0, w0 = rng.standard_normal((2, 3, 8, 8)), rng.standard_normal((4, 3, 3, 3))
+
+    def block(x, w):
+        h = F.batch_norm(F.conv2d(x, w, padding="same"), None, None, training=True)
+        h = F.avg_pool2d(F.max_pool2d(F.silu(h), 2), 2, ceil_mode=True)
+        return F.adaptive_avg_pool2d(F.pad(h, (1, 1, 1, 1), mode="reflect"), 1).sum()
+    grads = []
+    for fn in (block, acg.compile(block, fullgraph=True)):
+        x, w = _leaf(x0), _leaf(w0)
+        fn(x, w).backward()
+        grads.append((x.grad.numpy(), w.grad.numpy()))
+    for got, want in zip(grads[1], grads[0]):
+        assert_close(got, want, rtol=1e-9, atol=1e-12)

@@ -1,6 +1,6 @@
 """Differential fuzzing: eager == compiled-eager == compiled-jax == jax.grad.
 
-Hypothesis draws small programs (``tests/_fuzz_programs.py``: 46 ops, custom
+Hypothesis draws small programs (``tests/_fuzz_programs.py``: 53 ops, custom
 Functions, in-place ops on non-leaves, hooks of every kind) as data. Each is
 run by our engine in the three execution modes and written again in
 jax.numpy and differentiated by ``jax.grad``, which shares none of our code.

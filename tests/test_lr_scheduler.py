@@ -167,6 +167,31 @@ def test_sequential_errors():
         L.SequentialLR(opt, [L.StepLR(opt, 2), L.StepLR(_opt(), 2)], milestones=[1])
 
 
+def test_chained_scheduler_multiplies_factors_and_round_trips():
+    opt = _opt()
+    sched = L.ChainedScheduler([L.ExponentialLR(opt, gamma=0.9), L.StepLR(opt, 3, gamma=0.5)])
+    np.testing.assert_allclose(_trace(sched, 8), _expect(lambda b, t: b * 0.9 ** t *
+                                                         0.5 ** (t // 3), 8), rtol=1e-12)
+    opt2 = _opt()
+    again = L.ChainedScheduler([L.ExponentialLR(opt2, gamma=0.9), L.StepLR(opt2, 3, gamma=0.5)])
+    opt2.load_state_dict(opt.state_dict())
+    again.load_state_dict(sched.state_dict())
+    np.testing.assert_allclose(_trace(again, 2)[1:], _expect(lambda b, t: b * 0.9 ** t *
+                                                             0.5 ** (t // 3), 10)[9:], rtol=1e-12)
+    with pytest.raises(ValueError, match="expects at least one scheduler to be chained"):
+        L.ChainedScheduler([])
+    with pytest.raises(ValueError, match="belong to the same optimizer"):
+        L.ChainedScheduler([L.StepLR(opt, 2), L.StepLR(_opt(), 2)])
+
+
+def test_old_base_class_name_can_be_subclassed():
+    class Halve(L._LRScheduler):
+        def get_lr(self):
+            return [b * 0.5 ** self.last_epoch for b in self.base_lrs]
+    sched = Halve(_opt())
+    np.testing.assert_allclose(_trace(sched, 3), _expect(lambda b, t: b * 0.5 ** t, 3))
+
+
 def test_resume_without_initial_lr_is_a_key_error():
     with pytest.raises(KeyError, match=r"'initial_lr' is not specified in param_groups\[0\]"):
         L.StepLR(_opt(), step_size=2, last_epoch=4)
@@ -244,6 +269,43 @@ def test_reduce_lr_on_plateau(mode, th_mode):
         L.ReduceLROnPlateau(opt, mode="avg")
     with pytest.raises(ValueError, match="expected 1 min_lrs, got 2"):
         L.ReduceLROnPlateau(opt, min_lr=[0, 0])
+
+
+TORCH_SPECS = [
+    ("StepLR", dict(step_size=3, gamma=0.5)), ("MultiStepLR", dict(milestones=[2, 5, 5, 9])),
+    ("ExponentialLR", dict(gamma=0.9)), ("CosineAnnealingLR", dict(T_max=4, eta_min=0.001)),
+    ("LinearLR", dict(start_factor=0.25, total_iters=4)),
+    ("ConstantLR", dict(factor=0.5, total_iters=3)), ("PolynomialLR", dict(power=2.0)),
+    ("OneCycleLR", dict(max_lr=[1.0, 0.5], total_steps=20)),
+    ("OneCycleLR", dict(max_lr=0.3, total_steps=20, three_phase=True,
+                        anneal_strategy="linear")),
+    ("ChainedScheduler", None),
+]
+
+
+@pytest.mark.parametrize("name,kw", TORCH_SPECS, ids=[n for n, _ in TORCH_SPECS])
+def test_matches_torch_when_installed(name, kw):
+    """lr and momentum step by step against torch.optim.lr_scheduler (skipped without torch)."""
+    torch = pytest.importorskip("torch")
+
+    def run(optim, sched_mod, make_param):
+        opt = optim.SGD([{"params": [make_param()], "lr": lr} for lr in (0.1, 0.02)],
+                        momentum=0.9)
+        if kw is None:  # ExponentialLR and StepLR at once
+            sched = sched_mod.ChainedScheduler([sched_mod.ExponentialLR(opt, 0.9),
+                                                sched_mod.StepLR(opt, 3, gamma=0.5)])
+        else:
+            sched = getattr(sched_mod, name)(opt, **kw)
+        out = []
+        for _ in range(19):
+            out.append([(g["lr"], g["momentum"]) for g in opt.param_groups])
+            opt.step()
+            sched.step()
+        return np.array(out)
+    ours = run(acg.optim, L, lambda: acg.nn.Parameter(acg.ones(1)))
+    theirs = run(torch.optim, torch.optim.lr_scheduler,
+                 lambda: torch.nn.Parameter(torch.ones(1)))
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-15)
 
 
 def test_docstring_examples_run():

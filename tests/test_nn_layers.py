@@ -306,6 +306,21 @@ def test_conv1d_and_init(mode):
         nn.Conv2d(2, 2, 3, stride=2, padding="same")
 
 
+def test_conv_padding_modes(mode):
+    conv = nn.Conv2d(1, 2, 3, padding=1, padding_mode="reflect")
+    assert repr(conv).endswith("padding=(1, 1), padding_mode=reflect)")
+    x = _x(1, 1, 4, 5)
+    out = check_layer_grads(conv, [x], mode)
+    padded = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)], mode="reflect")
+    ref = _conv_ref(padded, conv.weight.numpy(), conv.bias.numpy(), (1, 1), (0, 0), (1, 1), 1)
+    assert_close(out.numpy(), ref, rtol=1e-10)
+    circ = nn.Conv1d(1, 1, 3, padding=2, padding_mode="circular", bias=False)
+    y = _x(1, 1, 6)
+    ref = _conv_ref(np.pad(y, [(0, 0), (0, 0), (2, 2)], mode="wrap"), circ.weight.numpy(), None,
+                    (1,), (0,), (1,), 1)
+    assert_close(check_layer_grads(circ, [y], mode).numpy(), ref, rtol=1e-10)
+
+
 def _pool_ref(x, k, s, p, reduce, pad_value):
     x = np.pad(x, [(0, 0), (0, 0), (p, p), (p, p)], constant_values=pad_value)
     h, w = (x.shape[2] - k) // s + 1, (x.shape[3] - k) // s + 1
@@ -442,3 +457,21 @@ def test_multihead_attention_batch_first_causal_and_init():
         mha(x, x, x, is_causal=True)
     with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
         nn.MultiheadAttention(6, 4)
+
+
+def test_l1_smooth_l1_and_binary_losses(mode):
+    a, b = _x(3, 4), _x(3, 4)
+    out = check_layer_grads(nn.L1Loss(), [a, b + 0.01], mode)
+    assert out.item() == pytest.approx(np.abs(a - b - 0.01).mean(), rel=1e-12)
+    out = check_layer_grads(nn.SmoothL1Loss(reduction="sum", beta=0.5), [a, b], mode)
+    d = np.abs(a - b)
+    assert out.item() == pytest.approx(np.where(d < 0.5, 0.5 * d ** 2 / 0.5, d - 0.25).sum())
+    logits, t = _x(3, 4), RNG.uniform(size=(3, 4))
+    w, pw = RNG.uniform(size=4) + 0.5, RNG.uniform(size=4) + 0.5
+    loss = nn.BCEWithLogitsLoss(weight=acg.tensor(w), pos_weight=acg.tensor(pw))
+    out = check_layer_grads(loss, [logits, t], mode, requires_grad=[True, False])
+    logsig, log1m = -np.log1p(np.exp(-logits)), -np.log1p(np.exp(logits))
+    assert out.item() == pytest.approx((-w * (pw * t * logsig + (1 - t) * log1m)).mean())
+    p = 1 / (1 + np.exp(-logits))
+    out = check_layer_grads(nn.BCELoss(), [p, t], mode, requires_grad=[True, False])
+    assert out.item() == pytest.approx(-(t * np.log(p) + (1 - t) * np.log(1 - p)).mean())

@@ -448,3 +448,28 @@ def test_compiled_backward_hooks_reuse_one_capture():
             lin(acg.randn(batch, 3, requires_grad=True)).sum().backward()
     assert seen == [(2, 3)] * 3
     assert acg.compiled_autograd.counters["captures"] == 1
+
+
+def test_deepcopy_gives_independent_parameters_and_keeps_ties():
+    import copy
+    net = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+    net[1].weight = net[0].weight
+    clone = copy.deepcopy(net)
+    assert isinstance(clone[0].weight, nn.Parameter) and clone[0].weight is not net[0].weight
+    assert clone[1].weight is clone[0].weight  # the tie survives the copy
+    assert_close(clone[0].weight.numpy(), net[0].weight.numpy())
+    with acg.no_grad():
+        clone[0].weight.fill_(0.0)
+    assert net[0].weight.numpy().any()
+
+
+def test_state_dict_round_trips_through_a_checkpoint(tmp_path):
+    src = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    src(acg.randn(4, 2))  # move the running statistics off their initial values
+    acg.save(src.state_dict(), tmp_path / "ck.pt")
+    dst = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    assert repr(dst.load_state_dict(acg.load(tmp_path / "ck.pt"))) == \
+        "<All keys matched successfully>"
+    for (k, a), (_, b) in zip(src.state_dict().items(), dst.state_dict().items()):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a.numpy(), b.numpy())

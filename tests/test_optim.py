@@ -128,6 +128,24 @@ def test_matches_reference(cls, ref, kw):
         assert_close(a, b, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("cls,ref,kw", CASES, ids=IDS)
+def test_matches_torch_when_installed(cls, ref, kw):
+    """The same groups, options and gradients through torch.optim (skipped without torch)."""
+    torch = pytest.importorskip("torch")
+    ours, _, _ = _run_both(cls, ref, kw)
+    rng = np.random.default_rng(0)
+    init = [rng.standard_normal(s) for s in [(3, 4), (4,), (2, 2)]]
+    params = [torch.tensor(a, requires_grad=True) for a in init]
+    opt = getattr(torch.optim, cls.__name__)([{"params": params[:2]},
+                                              {"params": params[2:], "lr": 0.2}], lr=0.05, **kw)
+    for _ in range(4):
+        for p, a in zip(params, init):
+            p.grad = torch.tensor(rng.standard_normal(a.shape))
+        opt.step()
+    for a, p in zip(ours, params):
+        assert_close(a, p.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("cls,ref,kw", CASES[::3], ids=IDS[::3])
 def test_state_dict_round_trip_continues_exactly(cls, ref, kw):
     ours, _, opt = _run_both(cls, ref, kw, steps=2)

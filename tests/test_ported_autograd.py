@@ -364,3 +364,231 @@ def test_hook_returning_a_non_tensor_type_error(mode):
     x.register_hook(lambda g: 3)
     with pytest.raises(TypeError, match="expected Variable, but hook returned 'int'"), mode():
         (x * 2.0).backward()
+
+
+# -- higher-order gradients ------------------------------------------------------------------
+
+@pytest.mark.parametrize("x0", [2.0, -1.5])
+def test_higher_order_gradients(mode, x0):
+    """x**3 differentiated four times with create_graph: 3x^2, 6x, 6, 0 (test_compiled_autograd's
+    test_higher_order_gradients); every intermediate stays connected to x."""
+    x = acg.tensor(x0, requires_grad=True)
+    g, out = x ** 3, []
+    for _ in range(4):
+        with mode():
+            g, = acg.autograd.grad(g, x, create_graph=True)
+        out.append(g.item())
+    assert out == pytest.approx([3 * x0 ** 2, 6 * x0, 6.0, 0.0])
+
+
+def test_higher_order_gradients_against_jax(mode):
+    """Second derivative of a small composite against jax.grad(jax.grad(...))."""
+    import jax
+    import jax.numpy as jnp
+    x = acg.tensor([0.3, -0.7, 1.1], dtype=acg.float64, requires_grad=True)
+    with mode():
+        g, = acg.autograd.grad((x ** 2 * x.sin()).sum(), x, create_graph=True)
+        gg, = acg.autograd.grad(g.sum(), x)
+    f = lambda v: jnp.sum(v ** 2 * jnp.sin(v))
+    expected = jax.grad(lambda v: jnp.sum(jax.grad(f)(v)))(jnp.asarray(x.numpy()))
+    assert_close(gg, expected, rtol=1e-10, atol=1e-12)
+
+
+# -- more of test_autograd.py ------------------------------------------------------------------
+
+def test_grad_nonleaf(mode):
+    """grad() of a non-leaf with create_graph, five gradient steps, then backward."""
+    x_init = acg.randn(2, 2, requires_grad=True)
+    y = acg.randn(2, 2, requires_grad=True)
+    go = acg.ones(2, 2)
+    fn = lambda v: v ** 2 + y * v + y ** 2
+    x = x_init
+    for _ in range(5):
+        with mode():
+            gx, = acg.autograd.grad(fn(x), x, grad_outputs=go, create_graph=True)
+        assert_close(gx, (2 * x + y).detach(), rtol=1e-5)
+        assert y.grad is None and x.grad is None
+        x = x + 0.05 * gx
+    with mode():
+        x.backward(go)
+    assert y.grad is not None and x_init.grad is not None
+
+
+def test_grad_nonleaf_many_outputs(mode):
+    x = acg.randn(4, 2, requires_grad=True)
+    a, b = x[:2], x[2:]
+    called = []
+    x.register_hook(lambda g: called.append(1))
+    go = acg.randn(2, 2)
+    with mode():
+        ga, gb = acg.autograd.grad(a + 2 * b, [a, b], grad_outputs=go, create_graph=True)
+    assert_close(ga, go)
+    assert_close(gb, go * 2)
+    assert called == [] and x.grad is None
+
+
+def test_grad_materialize_grads(mode):
+    x, a = scalar(0.5), scalar(1.0)
+    y = x * a
+    with mode():
+        dydx = acg.autograd.grad(y, x, create_graph=True)
+        none = acg.autograd.grad(dydx, x, create_graph=True, allow_unused=True)
+        d2 = acg.autograd.grad(dydx, x, create_graph=True, allow_unused=True,
+                               materialize_grads=True)
+    assert none[0] is None and d2[0].item() == 0
+
+
+def test_accumulate_grad_with_create_graph(mode):
+    """.grad built under create_graph is itself differentiable (test_accumulate_grad)."""
+    x = acg.tensor([1.0, 2.0], requires_grad=True)
+    with mode():
+        (x * x).sum().backward(create_graph=True)
+    assert x.grad.requires_grad
+    assert_close(x.grad, [2.0, 4.0])
+    g = x.grad
+    x.grad = None
+    with mode():
+        g.sum().backward()
+    assert_close(x.grad, [2.0, 2.0])
+
+
+class _MarkNonDiff(acg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = x > 0
+        ctx.mark_non_differentiable(out)
+        return x * 2, out
+
+    @staticmethod
+    def backward(ctx, g, g_mask):
+        return g * 2
+
+
+def test_mark_non_differentiable_mixed(mode):
+    x = acg.tensor([-1.0, 2.0], requires_grad=True)
+    y, mask = _MarkNonDiff.apply(x)
+    assert y.requires_grad and not mask.requires_grad
+    with mode():
+        y.sum().backward()
+    assert_close(x.grad, [2.0, 2.0])  # the Function's own backward: g * 2
+
+
+def test_materialize_grads_off_passes_none(mode):
+    seen = []
+
+    class F(acg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x.clone(), x.clone()
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            seen.append(g2 is None)
+            return g1
+
+    x = acg.ones(2, requires_grad=True)
+    with mode():
+        F.apply(x)[0].sum().backward()
+    assert seen == [True]
+    assert_close(x.grad, [1.0, 1.0])
+
+
+def test_materialize_grads_on_gives_zeros(mode):
+    seen = []
+
+    class F(acg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone(), x.clone()
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            seen.append(g2 is not None)
+            return g1 + 3.0 * g2
+
+    x = acg.ones(2, requires_grad=True)
+    with mode():
+        F.apply(x)[0].sum().backward()
+    assert seen == [True]
+    assert_close(x.grad, [1.0, 1.0])  # g2 was zeros
+
+
+def test_save_none_for_backward(mode):
+    class F(acg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(None, x, None)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            n1, x, n2 = ctx.saved_tensors
+            assert n1 is None and n2 is None
+            return g * x
+
+    x = acg.tensor([3.0], requires_grad=True)
+    with mode():
+        F.apply(x).sum().backward()
+    assert x.grad.tolist() == [3.0]
+
+
+def test_once_differentiable(mode):
+    class F(acg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @acg.autograd.once_differentiable
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return 2 * x * g
+
+    x = acg.tensor([1.5], requires_grad=True)
+    with mode():
+        g, = acg.autograd.grad(F.apply(x).sum(), x)
+    assert_close(g, [3.0])
+
+
+def test_anomaly_detect_nan(mode):
+    class NaNGrad(acg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * float("nan")
+
+    x = acg.ones(2, requires_grad=True)
+    with acg.autograd.detect_anomaly():
+        y = NaNGrad.apply(x).sum()
+        with pytest.raises(RuntimeError, match="returned nan values in its 0th output"), mode():
+            y.backward()
+    assert x.grad is None
+
+
+def test_saved_tensor_hooks_pack_once_unpack_after_tensor_hook(mode):
+    """Unpack runs once, after the output's tensor hook (eager order, in every mode)."""
+    counts = {"pack": 0, "unpack": 0}
+    at_hook = []
+
+    def pack(t):
+        counts["pack"] += 1
+        return t
+
+    def unpack(t):
+        counts["unpack"] += 1
+        return t
+    x = acg.ones(4, requires_grad=True)
+    with acg.autograd.graph.saved_tensors_hooks(pack, unpack):
+        out = (x.sin()).sum()
+    assert counts == {"pack": 1, "unpack": 0}
+    out.register_hook(lambda g: at_hook.append(counts["unpack"]))
+    with mode():
+        out.backward()
+    assert counts == {"pack": 1, "unpack": 1}
+    if not mode.compiled:
+        assert at_hook == [0]

@@ -5,10 +5,12 @@ import contextlib
 import functools
 import inspect
 import logging
+import operator
 import weakref
 from typing import Any, Callable, Iterator
 
 from .. import config
+from ..compiled_runtime import picker
 from ..dispatch.keys import TLS
 from ..nn.modules import Module
 from ..tensor import Tensor
@@ -51,17 +53,19 @@ class CompiledFunction:
         self.dynamic, self.fullgraph = dynamic, fullgraph
         self._entries: list[_Entry] = []
         self._warned: set[str] = set()
-        self._watched: list[Module] | None = None  # modules whose ``training`` is guarded
+        roots = (lambda: [module]) if module is not None else \
+            (lambda: [v for v in _referenced(fn) if isinstance(v, Module)])
+        self._modules = ModuleState(roots)
         _LIVE.add(self)
 
     # -- the hot path ----------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves, spec = flatten((args, kwargs))
-        state = self._state()
+        state = self._modules.tensors()
         sig = self._signature(leaves, spec, state)
         sizes = [s for t in leaves for s in t.shape]
         if self.dynamic:
-            sizes += [s for _, t in state for s in t.shape]
+            sizes += [s for t in state for s in t.shape]
         for entry in self._entries:
             if entry.sig == sig and (entry.sizes is None or entry.sizes.failure(sizes) is None):
                 counters["cache_hits"] += 1
@@ -74,37 +78,14 @@ class CompiledFunction:
         if entry is None or entry.region is None:
             counters["eager_runs"] += 1
             return self._fn(*args, **kwargs)
-        return entry.region(leaves + [t for _, t in state])
+        return entry.region(leaves + state)
 
-    def _state(self) -> list[tuple[str, Tensor]]:
-        """The module's parameters and buffers: graph inputs, read at every call."""
-        mod = self._module
-        if mod is None:
-            return []
-        named = list(mod.named_parameters())
-        buffers = getattr(mod, "named_buffers", None)
-        return named + (list(buffers()) if buffers is not None else [])
-
-    def _signature(self, leaves: list[Tensor], spec: tuple, state: list) -> tuple:
-        watched = self._watched if self._watched is not None else self._find_watched()
+    def _signature(self, leaves: list[Tensor], spec: tuple, state: list[Tensor]) -> tuple:
         dyn = self.dynamic
-        return (TLS.grad_enabled, tuple(m.training for m in watched), spec,
-                tuple((t.dtype, t._requires_grad, t.ndim) for t in leaves),
-                tuple((id(t), t.dtype, t._requires_grad, t.ndim if dyn else t.shape)
-                      for _, t in state))
-
-    def _find_watched(self) -> list[Module]:
-        """The module (all its submodules) or the modules a function reads from its
-        closure and globals: their ``training`` flags are part of the guard."""
-        if self._module is not None:
-            found = list(self._module.modules())
-        else:
-            found = []
-            for value in _referenced(self._fn):
-                if isinstance(value, Module):
-                    found.extend(m for m in value.modules() if all(m is not f for f in found))
-        self._watched = found
-        return found
+        return (TLS.grad_enabled, self._modules.training(), spec,
+                tuple([(t.dtype, t._requires_grad, t.ndim) for t in leaves]),
+                tuple([(id(t), t.dtype, t._requires_grad, t.ndim if dyn else t.shape)
+                       for t in state]))
 
     # -- a miss: trace, or fall back --------------------------------------------------------
     def _miss(self, args: tuple, kwargs: dict, leaves: list, state: list, sig: tuple,
@@ -134,9 +115,9 @@ class CompiledFunction:
         counters["traces"] += 1
         _, in_spec = flatten((args, kwargs), keyed=False)
         fn = self._module if self._module is not None else self._fn
-        with _registries_kept(self._watched or []):
+        with _registries_kept(self._modules.modules):
             joint = trace_joint(fn, in_spec, leaves, _arg_names(self._fn, args, kwargs),
-                                list(state), self.dynamic, sig[0])
+                                list(zip(self._modules.names, state)), self.dynamic, sig[0])
         region = Region(joint, partition(joint))
         if config.log_enabled("aot"):
             bw = region.backward_graph
@@ -166,7 +147,61 @@ class CompiledFunction:
     def _reset(self) -> None:
         self._entries.clear()
         self._warned.clear()
-        self._watched = None
+
+
+class ModuleState:
+    """The modules a region reads (a compiled Module, or those a function reaches through
+    its closure and globals): their parameters and buffers are graph inputs and their
+    ``training`` flags are guarded. Rebuilt only when a module, parameter or buffer is
+    added, removed or replaced, which one identity comparison per call detects."""
+
+    def __init__(self, roots: Callable[[], list[Module]]) -> None:
+        self.roots = roots
+        self.modules: list[Module] = []
+        self.names: list[str] = []
+        self._regs: list[dict] = []
+        self._seen: list[Any] = [object()]  # never matches: the first call builds
+        self._pick: Callable[[list], tuple] = lambda vals: ()
+
+    def tensors(self) -> list[Tensor]:
+        """The parameters and buffers, in ``named_parameters()`` then ``named_buffers()``
+        order (a tied parameter once)."""
+        vals = self.roots()
+        vals += [v for r in self._regs for v in r.values()]
+        seen = self._seen
+        if len(vals) != len(seen) or not all(map(operator.is_, vals, seen)):
+            vals = self._rebuild()
+        return list(self._pick(vals))
+
+    def training(self) -> tuple[bool, ...]:
+        return tuple([m.training for m in self.modules])
+
+    def _rebuild(self) -> list:
+        roots = self.roots()
+        mods: list[Module] = []
+        for r in roots:
+            mods.extend(m for m in r.modules() if all(m is not f for f in mods))
+        self.modules = mods
+        self._regs = [d for m in mods for k in ("_parameters", "_buffers", "_modules")
+                      if isinstance(d := m.__dict__.get(k), dict)]
+        vals = list(roots) + [v for r in self._regs for v in r.values()]
+        named: list[tuple[str, Tensor]] = []
+        for i, r in enumerate(roots):
+            prefix = "" if len(roots) == 1 else f"m{i}"
+            named += list(r.named_parameters(prefix=prefix))
+            named += list(r.named_buffers(prefix=prefix)) if hasattr(r, "named_buffers") else []
+        first: dict[int, int] = {}
+        for k, v in enumerate(vals):
+            first.setdefault(id(v), k)
+        kept, ids = [], set()
+        for n, t in named:  # a tensor shared by two roots is one input
+            if id(t) in first and id(t) not in ids:
+                ids.add(id(t))
+                kept.append((n, t))
+        self.names = [n for n, _ in kept]
+        self._pick = picker([first[id(t)] for _, t in kept])
+        self._seen = vals
+        return vals
 
 
 @contextlib.contextmanager
@@ -280,8 +315,9 @@ def compile(model: Callable | None = None, *, backend: str = "jax", dynamic: boo
     symbolic sizes (parameters and buffers are graph inputs), derives the backward
     from the same trace, and runs each as one jitted program; later calls reuse the
     trace while its guards hold (grad mode, ``training``, dtypes, requires_grad,
-    parameter identity, sizes). ``dynamic=None`` (default) makes argument sizes
-    symbolic and parameter sizes static, ``True`` makes both symbolic, ``False`` neither.
+    parameter identity, sizes). ``dynamic=None`` (default) makes the leading (batch)
+    size of each argument symbolic, so one trace serves every batch size, and every other
+    size static; ``True`` makes all sizes symbolic (parameters' too), ``False`` none.
     What cannot be traced (``.item()``, ``.numpy()``, Python branches on tensor
     values, hooks registered inside) runs eagerly, logged once; ``fullgraph=True``
     raises :class:`Unsupported` instead. ``mode`` and ``options`` are accepted for

@@ -6,9 +6,11 @@ each argument tensor's dtype / requires_grad / rank, and each parameter's and
 buffer's identity, dtype, requires_grad and shape. Equal signatures are a
 dictionary-speed comparison.
 
-The argument tensors' **sizes** are symbolic (unless ``dynamic=False``):
-duck-sized (sizes equal at trace time share one symbol), 0 and 1 specialised,
-and every decision the trace took on them recorded by the ShapeEnv as a guard.
+The argument tensors' **sizes** that are symbolic (by default the leading,
+batch dimension of each; ``dynamic=True``: every dimension, parameters' too;
+``dynamic=False``: none) are duck-sized (sizes equal at trace time share one
+symbol), 0 and 1 specialised, and every decision the trace took on them is
+recorded by the ShapeEnv as a guard; the other sizes must match exactly.
 :class:`SizeGuards` checks a new call's sizes against them.
 
 >>> from autograd_compile.symbolic_shapes import ShapeEnv
@@ -31,7 +33,7 @@ from ..symbolic_shapes import ShapeEnv
 class SizeGuards:
     """The symbols of a trace's argument sizes and the guards recorded on them."""
 
-    def __init__(self, hints: list[int], shape_env: ShapeEnv, dynamic: bool,
+    def __init__(self, hints: list[int], shape_env: ShapeEnv, dynamic: bool | list[bool],
                  names: list[str] | None = None) -> None:
         self.hints, self.shape_env = list(hints), shape_env
         self.names = names or [f"sizes[{i}]" for i in range(len(hints))]
@@ -40,8 +42,9 @@ class SizeGuards:
         self.dup_at: list[tuple[int, int]] = []  # (position, first position of its symbol)
         self.sym_at: list[int] = []  # first position of each symbol, in creation order
         first: dict[int, int] = {}
-        for i, v in enumerate(hints):
-            if not dynamic or v < 2:
+        flags = dynamic if isinstance(dynamic, list) else [dynamic] * len(hints)
+        for i, (v, dyn) in enumerate(zip(hints, flags)):
+            if not dyn or v < 2:
                 self.symbolic.append(v)
                 self.const_at.append(i)
             elif v in first:

@@ -239,5 +239,47 @@ def _backward_graph(joint: Joint, nodes: list[Node], saved: list[Node], bw_nodes
         [env[t] for t in joint.tangents]
     g.output(tuple(None if n is None else g.call_function(once_differentiable, (env[n], guard))
                    for n in joint.grads))
+    _sizes_from_shapes(g)
     g.eliminate_dead_code()
     return g
+
+
+_SIZE_TYPES = frozenset({"SymInt", "SymInt[]", "SymInt?", "SymInt[]?"})
+
+
+def _sizes_from_shapes(g: Graph) -> None:
+    """A static size the trace inlined (``reshape(t, [-1, 64])``) is read from an input's
+    shape instead (``[-1, sym_size(w, 0)]``): the same value here, but when compiled
+    autograd inlines this graph, where every size is symbolic, the relation stays visible
+    (``Mod(s0*s1, s1)`` folds; ``Mod(s0*s1, 64)`` needs a slow proof and a guard)."""
+    dims: dict[int, tuple[Node, int]] = {}
+    for ph in g.find_nodes(op="placeholder"):
+        for d, size in enumerate(getattr(ph.meta.get("val"), "shape", ())):
+            if type(size) is int and size >= 2:
+                dims.setdefault(size, (ph, d))
+    made: dict[tuple[Node, int], Node] = {}
+
+    def size_node(c: int) -> Node:
+        key = dims[c]
+        if key not in made:
+            last = list(g.find_nodes(op="placeholder"))[-1]
+            with g.inserting_after(last):
+                made[key] = g.call_function(sym_size, key)
+        return made[key]
+
+    def swap(value: Any) -> Any:
+        if type(value) is int and value in dims:
+            return size_node(value)
+        if type(value) in (list, tuple):
+            return type(value)(swap(v) for v in value)
+        return value
+    for n in list(g.nodes):
+        if n.op != "call_function" or not isinstance(n.target, OpOverload):
+            continue
+        schema = n.target.schema.arguments
+        args = [swap(a) if i < len(schema) and schema[i].type in _SIZE_TYPES else a
+                for i, a in enumerate(n.args)]
+        types = {a.name: a.type for a in schema}
+        kwargs = {k: swap(v) if types.get(k) in _SIZE_TYPES else v for k, v in n.kwargs.items()}
+        if args != list(n.args) or kwargs != n.kwargs:
+            n.args, n.kwargs = tuple(args), kwargs

@@ -90,6 +90,9 @@ class Region:
         self.snapshot = set(self.mutated) | {i for i, p in enumerate(joint.primals)
                                              if p.kind == "key"}
         self.grad_primals = joint.grad_primals
+        # the accumulators of parameters stay alive between calls: not rebuilt per call
+        self.keep_state = [i for i in joint.grad_primals if joint.primals[i].kind == "state"]
+        self._accumulators: list[Node] = []
         self.saved = parts.saved
         self.n_saved_fw = parts.n_saved_fw
 
@@ -115,7 +118,10 @@ class Region:
     def _wire(self, inputs: list[Tensor], arrays: list, results: list[Tensor],
               saved_fw: tuple) -> None:
         prim = self.tensors(inputs)
-        node = CompiledFunctionBackward(self, [gradient_edge(prim[i]) for i in self.grad_primals])
+        edges = [gradient_edge(prim[i]) for i in self.grad_primals]
+        if not self._accumulators and self.keep_state:
+            self._accumulators = [gradient_edge(prim[i])[0] for i in self.keep_state]
+        node = CompiledFunctionBackward(self, edges)
         metas = []
         for t, d in zip(results, self.diff):
             if d:

@@ -158,11 +158,11 @@ def trace_joint(fn: Callable, in_spec: tuple, args: list[Tensor], arg_names: lis
     shape_env = ShapeEnv()
     fake_mode = FakeTensorMode(shape_env)
     st = _State(tracer, fake_mode, grad)
-    symbolic = list(args) + ([t for _, t in state] if dynamic else [])
-    names = [f"{n}.size({d})" for n, t in zip(arg_names + [n for n, _ in state], symbolic)
+    sized = list(args) + ([t for _, t in state] if dynamic else [])
+    names = [f"{n}.size({d})" for n, t in zip(arg_names + [n for n, _ in state], sized)
              for d in range(t.ndim)]
-    sizes = SizeGuards([s for t in symbolic for s in t.shape], shape_env, dynamic is not False,
-                       names)
+    flags = [bool(dynamic) or (dynamic is None and d == 0) for t in sized for d in range(t.ndim)]
+    sizes = SizeGuards([s for t in sized for s in t.shape], shape_env, flags, names)
     it = iter(sizes.symbolic)
     fakes = [st.add_tensor("arg", n, t, tuple(next(it) for _ in t.shape))
              for n, t in zip(arg_names, args)]

@@ -91,6 +91,16 @@ class SavedVariable:
             return current
         return _rebuild_output(self.value, node, self.output_nr, self.requires_grad)
 
+    def check_version(self, node: Any = None) -> None:
+        """Raise PyTorch's error if the saved tensor changed in place (no unpack hook call:
+        compiled autograd re-checks after hooks ran, unpacking stays once per tensor)."""
+        if self.unpack_hook is None:
+            self.unpack(node)
+            return
+        current = self.ref() if self.is_output else None
+        if current is not None and current._version != self.version:
+            raise RuntimeError(_version_error(current, node, self.version))
+
     def _from_hook(self, node: Any) -> Any:
         from ..tensor import Tensor
         t = self.unpack_hook(self.value)

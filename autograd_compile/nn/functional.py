@@ -15,6 +15,7 @@ from ..autograd.grad_mode import no_grad
 from ..kernels import api as _api
 from ..kernels import attention as _attn
 from ..kernels import conv as _conv
+from ..kernels import losses as _losses
 from ..kernels import nn as _nn
 from ..kernels.factories import default_generator as _default_generator
 from ..kernels._dtypes import as_dtype, is_float
@@ -24,7 +25,9 @@ from ..tensor import Tensor
 __all__ = ["linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
            "layer_norm", "cross_entropy", "nll_loss", "mse_loss", "dropout",
            "scaled_dot_product_attention", "embedding", "conv1d", "conv2d", "conv3d",
-           "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm"]
+           "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "l1_loss",
+           "smooth_l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+           "softplus", "normalize", "pad"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -43,8 +46,15 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     return _nn.gelu(input, approximate=approximate)
 
 
-def silu(input: Tensor) -> Tensor:
-    return input * input.sigmoid()
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * sigmoid(x), one op."""
+    out = _losses.silu(input)
+    return input.copy_(out) if inplace else out
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold."""
+    return _losses.softplus(input, beta, threshold)
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -113,19 +123,13 @@ def _soft_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None, re
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
-             ignore_index: int = -100, reduction: str = "mean") -> Tensor:
-    """Negative log-likelihood of log-probabilities ``input`` [N, C] at ``target`` classes."""
+             size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
+             reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of log-probabilities ``input`` [N, C, d1, ...] (or [C]) at the
+    ``target`` classes [N, d1, ...]; ``weight`` per class, ``ignore_index`` skipped, "mean"
+    divides by the summed weights of the targets counted."""
     _check_reduction(reduction)
-    c = 1 if input.ndim > 1 else 0
-    valid = target != ignore_index
-    safe = _api.where(valid, target, 0)
-    picked = input.gather(c, safe.unsqueeze(c)).squeeze(c)
-    w = valid.to(input.dtype) if weight is None else _api.index_select(weight, 0, safe.reshape(
-        -1)).reshape(safe.shape) * valid
-    loss = -picked * w
-    if reduction == "none":
-        return loss
-    return loss.sum() if reduction == "sum" else loss.sum() / w.sum()
+    return _losses.nll_loss(input, target, weight, reduction, ignore_index)
 
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
@@ -340,3 +344,86 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             unbiased = var.to(running_var.dtype) * (n / (n - 1))
             running_var.mul_(1 - momentum).add_(unbiased * momentum)
     return out
+
+
+def _same_size(name: str, input: Tensor, target: Tensor) -> None:
+    if not shapes_equal(input.shape, target.shape):
+        raise ValueError(f"{name}: Using a target size ({tuple(target.shape)}) that is different "
+                         f"to the input size ({tuple(input.shape)}) is deprecated. Please ensure "
+                         f"they have the same size.")
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
+            reduction: str = "mean") -> Tensor:
+    """Mean (or sum, or elementwise) absolute error; the gradient at equality is 0."""
+    _check_reduction(reduction)
+    return _losses.l1_loss(input, target, reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (Huber divided by beta)."""
+    _check_reduction(reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    return _losses.smooth_l1_loss(input, target, reduction, beta)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average: Any = None, reduce: Any = None,
+                         reduction: str = "mean") -> Tensor:
+    """-w (t log x + (1 - t) log(1 - x)) on probabilities ``input``, logs clamped at -100."""
+    _check_reduction(reduction)
+    _same_size("binary_cross_entropy", input, target)
+    return _losses.binary_cross_entropy(input, target, weight, reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                     size_average: Any = None, reduce: Any = None,
+                                     reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    """Sigmoid + binary cross entropy in one stable op; ``pos_weight`` scales positives.
+
+    >>> import autograd_compile as acg
+    >>> import autograd_compile.nn.functional as F
+    >>> round(F.binary_cross_entropy_with_logits(acg.tensor([0.0]), acg.tensor([1.0])).item(), 4)
+    0.6931
+    """
+    _check_reduction(reduction)
+    if not shapes_equal(input.shape, target.shape):
+        raise ValueError(f"Target size ({tuple(target.shape)}) must be the same as input size "
+                         f"({tuple(input.shape)})")
+    return _losses.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
+              out: Any = None) -> Tensor:
+    """``input / max(||input||_p, eps)`` along ``dim`` (zero vectors stay zero, finite grads).
+
+    >>> import autograd_compile as acg
+    >>> import autograd_compile.nn.functional as F
+    >>> F.normalize(acg.tensor([[3.0, 4.0], [0.0, 0.0]])).tolist()
+    [[0.6000000238418579, 0.800000011920929], [0.0, 0.0]]
+    """
+    if p == float("inf"):
+        denom = input.abs().amax(dim, keepdim=True).clamp_min(eps)
+    elif p == 2:  # clamp before the root: sqrt's gradient at 0 would be infinite
+        denom = (input * input).sum(dim, keepdim=True).clamp_min(eps * eps).sqrt()
+    else:
+        denom = (input.abs() ** p).sum(dim, keepdim=True).clamp_min(eps ** p) ** (1.0 / p)
+    return input / denom
+
+
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None
+        ) -> Tensor:
+    """Pad the last len(pad)//2 dims, ``pad`` = (left_last, right_last, left_prev, ...);
+    modes "constant" (``value``, negative pads crop), "reflect", "replicate", "circular".
+
+    >>> import autograd_compile as acg
+    >>> import autograd_compile.nn.functional as F
+    >>> F.pad(acg.tensor([[1.0, 2.0, 3.0]]), (2, 1), mode="reflect").tolist()
+    [[3.0, 2.0, 1.0, 2.0, 3.0, 2.0]]
+    """
+    if mode != "constant" and value is not None and value != 0:
+        raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument.")
+    return _losses.pad(input, [int(v) for v in pad], mode, None if value is None else value)

@@ -27,7 +27,7 @@ from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
            "LambdaLR", "LinearLR", "ConstantLR", "PolynomialLR", "OneCycleLR", "SequentialLR",
-           "ReduceLROnPlateau"]
+           "ChainedScheduler", "ReduceLROnPlateau"]
 
 _EPOCH_DEPRECATION = ("The epoch parameter in `scheduler.step()` was not necessary and is being "
                       "deprecated where possible. Please use `scheduler.step()` to step the "
@@ -98,6 +98,10 @@ class LRScheduler:
 
     def _lrs(self) -> list[float]:
         return [group["lr"] for group in self.optimizer.param_groups]
+
+
+class _LRScheduler(LRScheduler):
+    """PyTorch's old name for the base class; older programs subclass it."""
 
 
 class StepLR(LRScheduler):
@@ -442,11 +446,7 @@ class SequentialLR(LRScheduler):
         for i, s in enumerate(schedulers):
             if not hasattr(s, "optimizer"):
                 raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute.")
-            if s.optimizer is not optimizer:
-                raise ValueError(f"{name} expects all schedulers to belong to the same "
-                                 f"optimizer, but got scheduler {type(s).__name__} at index "
-                                 f"{i} has {s.optimizer}, which is different from "
-                                 f"{type(optimizer).__name__}.")
+        _check_same_optimizer(name, optimizer, schedulers)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError("Sequential Schedulers expects number of schedulers provided to be "
                              "one more than the number of milestone points, but got number of "
@@ -470,6 +470,55 @@ class SequentialLR(LRScheduler):
         else:
             scheduler._advance(None)
         self._last_lr = scheduler.get_last_lr()
+
+    def state_dict(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state = dict(state_dict)
+        inner = state.pop("_schedulers")
+        self.__dict__.update(state)
+        for s, saved in zip(self._schedulers, inner):
+            s.load_state_dict(saved)
+
+
+def _check_same_optimizer(owner: str, optimizer: Optimizer,
+                          schedulers: Sequence[LRScheduler]) -> None:
+    for i, s in enumerate(schedulers):
+        if s.optimizer is not optimizer:
+            raise ValueError(f"{owner} expects all schedulers to belong to the same optimizer, "
+                             f"but got scheduler {type(s).__name__} at index {i} has "
+                             f"{s.optimizer}, which is different from "
+                             f"{type(optimizer).__name__}.")
+
+
+class ChainedScheduler(LRScheduler):
+    """Step every scheduler at once: their (recursive) factors multiply.
+
+    >>> import autograd_compile as acg
+    >>> from autograd_compile.optim import lr_scheduler as L
+    >>> opt = acg.optim.SGD([acg.nn.Parameter(acg.ones(1))], lr=1.0)
+    >>> s = L.ChainedScheduler([L.ExponentialLR(opt, 0.5), L.StepLR(opt, 2, gamma=0.1)])
+    >>> s.step(); s.step(); round(s.get_last_lr()[0], 12)  # 0.5 ** 2 * 0.1
+    0.025
+    """
+
+    def __init__(self, schedulers: Sequence[LRScheduler],
+                 optimizer: Optimizer | None = None) -> None:
+        if len(schedulers) < 1:
+            raise ValueError(f"{type(self).__name__} expects at least one scheduler to be "
+                             "chained, but got no scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        _check_same_optimizer(type(self).__name__, optimizer, schedulers)
+        self._schedulers, self.optimizer = list(schedulers), optimizer
+        self._last_lr = self._lrs()
+
+    def step(self) -> None:  # type: ignore[override]
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = self._lrs()
 
     def state_dict(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}

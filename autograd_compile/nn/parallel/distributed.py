@@ -35,7 +35,10 @@ class DistributedDataParallel(Module):
     process's part of the batch) and calls ``module``; shard the targets the same way
     (``acg.distributed.shard(y, ddp.mesh)``) so the loss is over the global batch.
     PyTorch's other arguments (``device_ids``, ``output_device``, ...) are accepted
-    and ignored: the mesh says where everything lives.
+    and ignored: the mesh says where everything lives. With ``acg.compile``, wrap
+    either way: ``DDP(acg.compile(model))`` (DDP shards the inputs, then one SPMD
+    program runs) or ``acg.compile(DDP(model))`` on inputs already placed with
+    ``acg.distributed.shard`` (inside a trace DDP leaves placement to the caller).
 
     >>> import autograd_compile as acg
     >>> model = acg.nn.parallel.DistributedDataParallel(acg.nn.Linear(4, 2))
@@ -63,17 +66,17 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "dim", dim)
         object.__setattr__(self, "shard_parameters", bool(shard_parameters))
         object.__setattr__(self, "_hook_handles", [])
-        named = list(module.named_parameters()) + list(_named_buffers(module))
-        _check_same_model(named)
-        self._place(module)
+        params, buffers = list(module.named_parameters()), list(_named_buffers(module))
+        _check_same_model(params + buffers)
+        self._place(params, buffers)
 
     # -- placement -------------------------------------------------------------------
-    def _place(self, module: Module) -> None:
-        params = list(module.named_parameters())
-        buffers = list(_named_buffers(module))
+    def _place(self, params: list[tuple[str, Tensor]], buffers: list[tuple[str, Tensor]]
+               ) -> None:
+        """Rank 0's values at their shardings (one broadcast); sharded parameters get a
+        hook that keeps their gradients sharded."""
         shardings = [self._param_sharding(p) for _, p in params]
-        shardings += [NamedSharding(self.mesh, sharding_for(self.mesh, 0, None).spec)
-                      for _ in buffers]
+        shardings += [sharding_for(self.mesh, 0, None) for _ in buffers]
         tensors = [t for _, t in params] + [t for _, t in buffers]
         for t, array in zip(tensors, place_many([t._data for t in tensors], shardings)):
             t._set_data(array, bump=False)

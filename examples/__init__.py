@@ -1,0 +1,1 @@
+"""Example training programs (``python -m autograd_compile demo --model gpt|cnn``)."""
