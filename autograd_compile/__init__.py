@@ -18,6 +18,8 @@ from .tensor import Tensor  # noqa: E402
 from . import _fallbacks  # noqa: E402,F401
 from . import autograd  # noqa: E402
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa
+from .autograd.grad_mode import inference_mode, is_inference_mode_enabled  # noqa: E402
+from .device import device  # noqa: E402
 from .dispatch import library as library  # noqa: E402
 from .dispatch.library import ops  # noqa: E402
 from .dispatch.dispatcher import DISPATCHER as dispatcher  # noqa: E402
@@ -25,9 +27,14 @@ from .modes import DispatchMode, enable_python_mode, no_dispatch  # noqa: E402
 from . import fake  # noqa: E402
 from . import kernels  # noqa: E402
 from .kernels.api import *  # noqa: E402,F401,F403
+from .kernels.api_select import *  # noqa: E402,F401,F403
 from .kernels.api import install_tensor_methods as _install  # noqa: E402
 
 _install(Tensor)
+
+from .kernels.random import Generator, default_generator  # noqa: E402
+from . import cuda  # noqa: E402
+int, float = int32, float32  # noqa: A001,F405  (PyTorch's aliases; here, not in kernels.api)
 
 from . import nn, optim, utils  # noqa: E402
 from . import backends, compiled_autograd  # noqa: E402

@@ -236,8 +236,10 @@ class Tensor:
 
     @property
     def device(self) -> Any:
+        """An ``acg.device`` ("cpu", or "cuda:N" for JAX's N-th GPU)."""
+        from .device import of_jax
         devices = getattr(self._data, "devices", None)
-        return next(iter(devices())) if devices else jax.devices()[0]
+        return of_jax(next(iter(devices())) if devices else jax.devices()[0])
 
     @property
     def ndim(self) -> int:

@@ -11,15 +11,19 @@ from __future__ import annotations
 import builtins
 from typing import Any, Callable
 
+import jax
 import jax.numpy as jnp
 
+from autograd_compile.device import device
 from autograd_compile.tensor import Tensor
 
 from . import api as A
+from . import api_select
 from . import elementwise as E
 from . import indexing as I
+from . import random as R
 from . import shape as S
-from ._dtypes import as_dtype
+from ._dtypes import as_dtype, is_float
 from .views import inplace_method
 
 # methods that are exactly the acg function of the same name (input first)
@@ -40,29 +44,44 @@ _INPLACE = {
     "add_": E.add_, "sub_": E.sub_, "mul_": E.mul_, "div_": E.div_, "neg_": E.neg_,
     "exp_": E.exp_, "sqrt_": E.sqrt_, "relu_": E.relu_, "sigmoid_": E.sigmoid_,
     "tanh_": E.tanh_, "abs_": E.abs_, "copy_": S.copy_, "zero_": S.zero_, "fill_": S.fill_,
-    "masked_fill_": I.masked_fill_,
+    "masked_fill_": A.masked_fill_,
 }
 
 
-def _dtype_arg(a: Any) -> Any:
-    """A dtype from a ``to()`` argument, or None for devices/strings/anything else."""
-    if isinstance(a, Tensor):
-        return a.dtype
-    if isinstance(a, str):
-        return None
-    try:
-        return as_dtype(a)
-    except TypeError:
-        return None
+def _is_device(a: Any) -> bool:
+    """A ``to()`` argument naming a device: a device, a string, a jax Device or an index."""
+    return isinstance(a, (str, device, jax.Device)) or (
+        isinstance(a, builtins.int) and not isinstance(a, builtins.bool))
 
 
-def to(self: Tensor, *args: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
-    """``to(dtype)``, ``to(other)``, ``to(device[, dtype])``: devices are ignored (one device);
-    the same dtype returns ``self``, as in PyTorch."""
+def to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None,
+       non_blocking: bool = False, copy: bool = False, **kwargs: Any) -> Tensor:
+    """``to(dtype)``, ``to(other)`` (its dtype and device), ``to(device[, dtype])``; "cuda" is
+    JAX's GPU. Nothing to change returns ``self``, as in PyTorch.
+
+    >>> import autograd_compile as acg
+    >>> x = acg.ones(2)
+    >>> x.to("cpu") is x, x.to("cpu", acg.float64).dtype, x.to(acg.zeros(1).long()).dtype
+    (True, dtype('float64'), dtype('int64'))
+    """
     for a in args:
-        dtype = _dtype_arg(a) if _dtype_arg(a) is not None else dtype
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif _is_device(a):
+            device = a
+        else:
+            dtype = a
+    out = self if device is None else A._placed(self, device)
     dtype = as_dtype(dtype)
-    return self if dtype is None or dtype == self.dtype else S.to(self, dtype)
+    out = out if dtype is None or dtype == out.dtype else S.to(out, dtype)
+    return S.clone(out) if copy and out is self else out
+
+
+def _cuda(self: Tensor, device: Any = None, non_blocking: bool = False, **kwargs: Any) -> Tensor:
+    """This tensor on a GPU ("cuda" or "cuda:N"); RuntimeError when JAX has none."""
+    if isinstance(device, builtins.int):
+        device = f"cuda:{device}"
+    return to(self, device if device is not None else "cuda")
 
 
 def _caster(dtype: Any) -> Callable[[Tensor], Tensor]:
@@ -76,6 +95,29 @@ def _pow_(self: Tensor, e: Any) -> Tensor:
     if isinstance(e, builtins.int) and not isinstance(e, builtins.bool):
         return E.pow_int_(self, e)
     return E.pow_(self, e)
+
+
+def _new(factory: Callable) -> Callable:
+    """``x.new_zeros(size)`` and friends: ``x``'s dtype unless told otherwise."""
+    def method(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+               requires_grad: builtins.bool = False, **kwargs: Any) -> Tensor:
+        return factory(*size, dtype=dtype or self.dtype, device=device,
+                       requires_grad=requires_grad)
+    return method
+
+
+def _bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
+    """Fill with 0/1 draws: 1 with probability ``p`` (a number or a broadcastable tensor)."""
+    key = R.key_of(generator)
+    if isinstance(p, Tensor):
+        draws = R.bernoulli(S.expand(p.to(self.dtype) if is_float(self.dtype) else p,
+                                     list(self.shape)), key)
+    else:
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_: Expected p_in >= 0 && p_in <= 1 to be true, but "
+                               f"got p={p}")
+        draws = R.bernoulli_p(self, builtins.float(p), key)
+    return S.copy_(self, draws)
 
 
 def _shape_args(args: tuple) -> list:
@@ -99,17 +141,22 @@ def _methods() -> dict[str, Any]:
         "is_contiguous": lambda self, *a, **k: True,
         "where": lambda self, condition, other: E.where(condition, self, other),
         "type_as": lambda self, other: to(self, other.dtype),
-        "to": to, "cpu": lambda self: self,
+        "to": to, "cpu": lambda self, *a, **k: to(self, "cpu"), "cuda": _cuda,
         "float": _caster(jnp.float32), "double": _caster(jnp.float64),
         "half": _caster(jnp.float16), "bfloat16": _caster(jnp.bfloat16),
         "int": _caster(jnp.int32), "long": _caster(jnp.int64), "bool": _caster(jnp.bool_),
-        "new_zeros": lambda self, *size, dtype=None, **k: A.zeros(*size, dtype=dtype or self.dtype),
-        "new_ones": lambda self, *size, dtype=None, **k: A.ones(*size, dtype=dtype or self.dtype),
-        "new_full": lambda self, size, v, dtype=None, **k: A.full(size, v,
-                                                                  dtype=dtype or self.dtype),
-        "new_empty": lambda self, *size, dtype=None, **k: A.zeros(*size,
-                                                                 dtype=dtype or self.dtype),
-        "new_tensor": lambda self, data, dtype=None, **k: A.tensor(data, dtype or self.dtype),
+        "short": _caster(jnp.int16), "byte": _caster(jnp.uint8), "char": _caster(jnp.int8),
+        "new_zeros": _new(A.zeros), "new_ones": _new(A.ones), "new_empty": _new(A.zeros),
+        "new_full": lambda self, size, fill_value, *, dtype=None, device=None,
+        requires_grad=False: A.full(size, fill_value, dtype=dtype or self.dtype,
+                                    device=device, requires_grad=requires_grad),
+        "new_tensor": lambda self, data, dtype=None, device=None, requires_grad=False: A.tensor(
+            data, dtype or self.dtype, requires_grad, device),
+        "normal_": inplace_method(lambda self, mean=0.0, std=1.0, *, generator=None: R.normal_(
+            self, builtins.float(mean), builtins.float(std), key=R.key_of(generator))),
+        "uniform_": inplace_method(lambda self, from_=0.0, to=1.0, *, generator=None: R.uniform_(
+            self, builtins.float(from_), builtins.float(to), key=R.key_of(generator))),
+        "bernoulli_": inplace_method(_bernoulli_),
         "index_put": lambda self, indices, values, accumulate=False: I.index_put(
             self, list(indices), values, accumulate),
         "index_put_": inplace_method(lambda self, indices, values, accumulate=False:
@@ -120,6 +167,7 @@ def _methods() -> dict[str, Any]:
                 self, min, max)),
         "__getitem__": I.getitem, "__setitem__": I.setitem,
     })
+    m.update(api_select.tensor_methods())
     # an op object is not a descriptor: the wrapper passes ``self`` (and writes through views)
     m.update({name: inplace_method(op) for name, op in _INPLACE.items()})
     return m
@@ -164,6 +212,9 @@ def install_tensor_methods(cls: type) -> None:
     """Put every method, property and operator on ``cls`` (the Tensor class), once."""
     for name, fn in {**_methods(), **_operators()}.items():
         setattr(cls, name, fn)
+    cls.is_cuda = property(lambda self: self.device.type == "cuda")
+    cls.is_cpu = property(lambda self: self.device.type == "cpu")
+    cls.get_device = lambda self: -1 if self.device.index is None else self.device.index
     cls.T = property(lambda self: A.permute(self, list(builtins.range(self.ndim))[::-1]))
     cls.mT = property(lambda self: A.transpose(self, -2, -1))
     cls.__hash__ = object.__hash__  # defining __eq__ must not make tensors unhashable

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from autograd_compile.device import as_device, to_jax
 from autograd_compile.dispatch.keys import TLS
 from autograd_compile.symbolic_shapes import SymFloat, SymInt
 from autograd_compile.tensor import Tensor
@@ -54,8 +55,22 @@ def _dims(dim: _Dim) -> list[int] | None:
     return None if dim is None else [dim] if isinstance(dim, int) else list(dim)
 
 
-def _leaf(t: Tensor, requires_grad: bool) -> Tensor:
+def _leaf(t: Tensor, requires_grad: bool, device: Any = None) -> Tensor:
+    """The new tensor on ``device`` (None: where it was made), a leaf if requires_grad."""
+    if device is not None:
+        t = _placed(t, device)
     return t.requires_grad_() if requires_grad else t
+
+
+def _placed(t: Tensor, device: Any) -> Tensor:
+    """``t`` on ``device`` (RuntimeError naming it when JAX has no such device)."""
+    d = as_device(device)
+    target = to_jax(d)  # validates first, also when nothing moves
+    devices = getattr(t._data, "devices", None)
+    if devices is not None and not isinstance(t._data, jax.core.Tracer) and \
+            target in devices():
+        return t
+    return S.to_device(t, str(d))
 
 
 def _is_number(v: Any) -> bool:
@@ -101,7 +116,7 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: An
     t = Tensor(_array(data, as_dtype(dtype)))
     if TLS.mode_stack:  # under a mode (fake, tracing) a constant enters through an op
         t = F.lift_fresh(t)
-    return _leaf(t, requires_grad)
+    return _leaf(t, requires_grad, device)
 
 
 as_tensor = tensor
@@ -110,13 +125,13 @@ as_tensor = tensor
 def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
           ) -> Tensor:
     """Zeros of the given size (``zeros(2, 3)`` or ``zeros((2, 3))``), float32 by default."""
-    return _leaf(F.zeros(_sizes(size), dtype=as_dtype(dtype)), requires_grad)
+    return _leaf(F.zeros(_sizes(size), dtype=as_dtype(dtype)), requires_grad, device)
 
 
 def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
          ) -> Tensor:
     """Ones of the given size, float32 by default."""
-    return _leaf(F.ones(_sizes(size), dtype=as_dtype(dtype)), requires_grad)
+    return _leaf(F.ones(_sizes(size), dtype=as_dtype(dtype)), requires_grad, device)
 
 
 empty = zeros
@@ -125,17 +140,18 @@ empty = zeros
 def full(size: Sequence[Any], fill_value: Any, *, dtype: Any = None, requires_grad: bool = False,
          device: Any = None) -> Tensor:
     """``size`` filled with ``fill_value`` (dtype from the value: float32, int64 or bool)."""
-    return _leaf(F.full(_sizes((size,)), fill_value, dtype=as_dtype(dtype)), requires_grad)
+    out = F.full(_sizes((size,)), fill_value, dtype=as_dtype(dtype))
+    return _leaf(out, requires_grad, device)
 
 
 def zeros_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False,
                device: Any = None) -> Tensor:
-    return _leaf(F.zeros_like(input, dtype=as_dtype(dtype)), requires_grad)
+    return _leaf(F.zeros_like(input, dtype=as_dtype(dtype)), requires_grad, device)
 
 
 def ones_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False,
               device: Any = None) -> Tensor:
-    return _leaf(F.ones_like(input, dtype=as_dtype(dtype)), requires_grad)
+    return _leaf(F.ones_like(input, dtype=as_dtype(dtype)), requires_grad, device)
 
 
 empty_like = zeros_like
@@ -143,23 +159,24 @@ empty_like = zeros_like
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False,
               device: Any = None) -> Tensor:
-    return _leaf(F.full_like(input, fill_value, dtype=as_dtype(dtype)), requires_grad)
+    return _leaf(F.full_like(input, fill_value, dtype=as_dtype(dtype)), requires_grad, device)
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
            requires_grad: bool = False, device: Any = None) -> Tensor:
     """``arange(end)`` or ``arange(start, end, step)``; int64 for ints, float32 otherwise."""
     start, end = (0, start) if end is None else (start, end)
-    return _leaf(F.arange(start, end, step, dtype=as_dtype(dtype)), requires_grad)
+    return _leaf(F.arange(start, end, step, dtype=as_dtype(dtype)), requires_grad, device)
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool = False,
         device: Any = None) -> Tensor:
-    return _leaf(F.eye(n, m, dtype=as_dtype(dtype)), requires_grad)
+    return _leaf(F.eye(n, m, dtype=as_dtype(dtype)), requires_grad, device)
 
 
 def manual_seed(seed: int) -> F.Generator:
-    """Reset the global random state: random factories after it are reproducible."""
+    """Reset the global random state: random ops after it are reproducible; returns the
+    global generator (``acg.default_generator``)."""
     return F.default_generator.manual_seed(seed)
 
 
@@ -167,41 +184,51 @@ def initial_seed() -> int:
     return F.default_generator.initial_seed()
 
 
-def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
-         ) -> Tensor:
-    """Uniform samples in [0, 1).
+def rand(*size: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False,
+         device: Any = None) -> Tensor:
+    """Uniform samples in [0, 1), from ``generator`` (the global one by default).
 
     >>> import autograd_compile as acg
     >>> _ = acg.manual_seed(0); a = acg.rand(3); _ = acg.manual_seed(0)
     >>> (acg.rand(3) == a).all().item()
     True
     """
-    key = F.default_generator.next_key()
-    return _leaf(F.rand(_sizes(size), key, dtype=as_dtype(dtype)), requires_grad)
+    key = F.key_of(generator)
+    return _leaf(F.rand(_sizes(size), key, dtype=as_dtype(dtype)), requires_grad, device)
 
 
-def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
-          ) -> Tensor:
-    """Standard normal samples."""
-    key = F.default_generator.next_key()
-    return _leaf(F.randn(_sizes(size), key, dtype=as_dtype(dtype)), requires_grad)
+def randn(*size: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False,
+          device: Any = None) -> Tensor:
+    """Standard normal samples, from ``generator`` (the global one by default)."""
+    key = F.key_of(generator)
+    return _leaf(F.randn(_sizes(size), key, dtype=as_dtype(dtype)), requires_grad, device)
 
 
-def randint(low: int, high: int | None = None, size: Sequence[Any] = (), *, dtype: Any = None,
-            device: Any = None) -> Tensor:
+def randint(low: int, high: Any = None, size: Sequence[Any] = (), *, generator: Any = None,
+            dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """``randint(high, size)`` or ``randint(low, high, size)``: integers in [low, high)."""
     if high is None or isinstance(high, (tuple, list)):
         low, high, size = 0, low, (size if high is None else high)
-    key = F.default_generator.next_key()
-    return F.randint(low, high, _sizes((size,)), key, dtype=as_dtype(dtype))
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
+                           f">= to={high}")
+    key = F.key_of(generator)
+    out = F.randint(low, high, _sizes((size,)), key, dtype=as_dtype(dtype))
+    return _leaf(out, requires_grad, device)
 
 
-def rand_like(input: Tensor, *, dtype: Any = None) -> Tensor:
-    return rand(list(input.shape), dtype=dtype or input.dtype)
+def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:
+    return rand(list(input.shape), dtype=dtype or input.dtype, device=device)
 
 
-def randn_like(input: Tensor, *, dtype: Any = None) -> Tensor:
-    return randn(list(input.shape), dtype=dtype or input.dtype)
+def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:
+    return randn(list(input.shape), dtype=dtype or input.dtype, device=device)
+
+
+def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None,
+                 device: Any = None) -> Tensor:
+    low, high = (0, low) if high is None else (low, high)
+    return randint(low, high, list(input.shape), dtype=dtype or input.dtype, device=device)
 
 
 # -- elementwise ---------------------------------------------------------------------------------
@@ -598,6 +625,10 @@ def clone(input: Tensor) -> Tensor:
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """The entries at ``index`` (a 1-D integer tensor) along ``dim``."""
+    if index.ndim > 1:
+        raise IndexError(f"index_select(): Index is supposed to be a vector, got shape "
+                         f"{list(index.shape)}")
     d = wrap_dim(dim, input.ndim)
     return I.index(input, [None] * d + [index])
 
@@ -611,7 +642,17 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """``value`` (a number or a 0-d tensor, which gets a gradient) where ``mask`` holds; the
+    mask broadcasts."""
+    if isinstance(value, Tensor):
+        return I.masked_fill_tensor(input, mask, value)
     return I.masked_fill(input, mask, value)
+
+
+def masked_fill_(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    if isinstance(value, Tensor):
+        return I.masked_fill_tensor_(input, mask, value)
+    return I.masked_fill_(input, mask, value)
 
 
 def nonzero(input: Tensor) -> Tensor:
@@ -688,7 +729,7 @@ __all__ = [
     # creation
     "tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
     "empty_like", "full_like", "arange", "eye", "manual_seed", "initial_seed", "rand", "randn",
-    "randint", "rand_like", "randn_like",
+    "randint", "rand_like", "randn_like", "randint_like",
     # elementwise
     "exp", "log", "sin", "cos", "tan", "tanh", "sigmoid", "sqrt", "rsqrt", "reciprocal", "log1p",
     "expm1", "erf", "neg", "negative", "abs", "square", "relu", "sign", "floor", "ceil", "round",

@@ -1,8 +1,9 @@
 """Factories: tensors made from sizes, fill values and (for random ones) a PRNG key.
 
 Random factories are ops that take the key as a Tensor argument, so fake and proxy
-modes see an ordinary op; the key comes from :data:`default_generator`, which
-``manual_seed`` resets, so every random call after a seed is reproducible.
+modes see an ordinary op; the key comes from a :class:`~.random.Generator` (the global
+one, which ``manual_seed`` resets, or an explicit ``generator=``), so every random call
+after a seed is reproducible.
 """
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import numpy as np
 
 from autograd_compile.fake import TensorMeta
 from autograd_compile.symbolic_shapes import SymFloat
-from autograd_compile.tensor import Tensor, _make
 
 from ._defop import NONDIFF, defop, same_shape
 from ._dtypes import DEFAULT_FLOAT, DEFAULT_INT, as_dtype, scalar_dtype
@@ -93,6 +93,18 @@ arange = defop("arange.start_step(Scalar start, Scalar end, Scalar step=1, *, "
                shape=_arange_rule, backward=NONDIFF, static=("start", "end", "step"))
 
 
+def _linspace_rule(start: Any, end: Any, steps: Any, *, dtype: Any = None) -> TensorMeta:
+    if steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    return TensorMeta((steps,), _dtype(dtype))
+
+
+linspace = defop("linspace(Scalar start, Scalar end, SymInt steps, *, ScalarType? dtype=None) "
+                 "-> Tensor", lambda a, b, n, dtype=None: jnp.linspace(
+                     a, b, n, dtype=jnp.float64).astype(_dtype(dtype)),
+                 shape=_linspace_rule, check=True, backward=NONDIFF, static=("start", "end"))
+
+
 # -- random factories: the key is an argument, so the op is pure ------------------------------
 def _key(data: jax.Array) -> jax.Array:
     return jax.random.wrap_key_data(data)
@@ -114,28 +126,5 @@ randint = defop("randint.low(int low, int high, SymInt[] size, Tensor key, *, "
                     tuple(size), _dtype(dtype, DEFAULT_INT)), backward=NONDIFF)
 
 
-class Generator:
-    """The global random state: hands out a fresh PRNG key (a uint32[2] Tensor) per call.
-
-    >>> g = Generator(0); a = g.next_key(); _ = g.manual_seed(0)
-    >>> bool((g.next_key().numpy() == a.numpy()).all())
-    True
-    """
-
-    def __init__(self, seed: int) -> None:
-        self.manual_seed(seed)
-
-    def manual_seed(self, seed: int) -> "Generator":
-        self._seed = int(seed)
-        # keys are drawn on the host: cheaper than a jax.random.split dispatch per call
-        self._rng = np.random.Generator(np.random.PCG64(self._seed & (2 ** 64 - 1)))
-        return self
-
-    def initial_seed(self) -> int:
-        return self._seed
-
-    def next_key(self) -> Tensor:
-        return _make(jnp.asarray(self._rng.integers(0, 2 ** 32, size=2, dtype=np.uint32)))
-
-
-default_generator = Generator(67280421310721)  # PyTorch's default seed
+# the random state lives in random.py; re-exported for code that reaches it through here
+from .random import Generator, default_generator, key_of  # noqa: E402,F401

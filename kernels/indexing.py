@@ -20,8 +20,9 @@ from autograd_compile.symbolic_shapes import SymInt
 from autograd_compile.tensor import Tensor
 
 from ._defop import NONDIFF, defop, inplace, reduce_grad
-from ._dtypes import BOOL, DEFAULT_INT, cast, category
-from ._shapes import broadcast_shapes, shape_of, shapes_equal, slice_length, wrap_dim
+from ._dtypes import BOOL, DEFAULT_INT, cast, category, is_float
+from ._shapes import (broadcast_shapes, is_tensor_like, shape_of, shapes_equal, slice_length,
+                      wrap_dim)
 from .elementwise import where
 from .factories import full, zeros
 from .shape import copy_
@@ -166,8 +167,8 @@ def _check_bounds(x: Any, indices: list, *rest: Any) -> None:
         a = np.asarray(t)
         bad = a.max() if a.max() >= shape[d] else a.min() if a.min() < -shape[d] else None
         if bad is not None:
-            raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size "
-                               f"{shape[d]}")
+            raise IndexError(f"index {bad} is out of bounds for dimension {d} with size "
+                             f"{shape[d]}")
 
 
 def _jnp_index(indices: list) -> tuple:
@@ -229,15 +230,74 @@ def _scatter_add(x: Any, dim: int, index: Any, src: Any) -> Any:
     return x.at[_grid(index, wrap_dim(dim, x.ndim))].add(cast(part, x.dtype))
 
 
+def _check_index(x: Any, dim: int, index: Any, *rest: Any) -> None:
+    """Eager only: jax would drop an out-of-range scatter index silently."""
+    if isinstance(index, jax.core.Tracer) or not index.size:
+        return
+    d, a = wrap_dim(dim, x.ndim), np.asarray(index)
+    size = x.shape[d] if x.ndim else 1
+    if a.min() < -size or a.max() >= size:
+        bad = a.max() if a.max() >= size else a.min()
+        raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+
+
 gather = defop("gather(Tensor self, int dim, Tensor index) -> Tensor",
                lambda x, dim, ix: x[_grid(ix, wrap_dim(dim, x.ndim))], shape=_gather_rule,
-               check=True,
+               check=True, pre=_check_index,
                save=("index",), backward=lambda g, x, dim, ix, out: (scatter_add(
                    zeros(list(x.shape), dtype=g.dtype), dim, ix, g), None))
 scatter_add = defop("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
                     _scatter_add, shape=_gather_rule, save=("index",), check=True,
+                    pre=_check_index,
                     backward=lambda g, x, dim, ix, src, out: (
                         reduce_grad(g, x), None, reduce_grad(gather(g, dim, ix), src)))
+
+
+def _scatter(x: Any, dim: int, index: Any, src: Any) -> Any:
+    part = src[tuple(slice(0, n) for n in index.shape)] if hasattr(src, "shape") and \
+        src.ndim else src
+    return x.at[_grid(index, wrap_dim(dim, x.ndim))].set(cast(part, x.dtype))
+
+
+scatter = defop("scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+                _scatter, shape=_gather_rule, save=("index",), check=True, pre=_check_index,
+                backward=lambda g, x, dim, ix, src, out: (
+                    reduce_grad(scatter_value(g, dim, ix, 0), x), None,
+                    reduce_grad(gather(g, dim, ix), src)))
+scatter_value = defop("scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor",
+                      _scatter, shape=_gather_rule, save=("index",), check=True,
+                      pre=_check_index, backward=lambda g, x, dim, ix, v, out: (
+                          reduce_grad(scatter_value(g, dim, ix, 0), x), None))
+scatter_ = inplace("scatter_", scatter)
+scatter_value_ = inplace("scatter_", scatter_value)
+scatter_add_ = inplace("scatter_add_", scatter_add)
+
+
+# -- one_hot --------------------------------------------------------------------------------------
+def _one_hot_rule(x: Any, num_classes: int) -> TensorMeta:
+    if category(x.dtype) != 1:
+        raise RuntimeError(f"one_hot is only applicable to index tensor of type LongTensor, got "
+                           f"{x.dtype}")
+    if num_classes < 0:
+        raise RuntimeError(f"one_hot: num_classes must be given (>= 0) for a traced tensor, "
+                           f"got {num_classes}")
+    return TensorMeta(tuple(x.shape) + (num_classes,), DEFAULT_INT)
+
+
+def _check_classes(x: Any, num_classes: int) -> None:
+    if isinstance(x, jax.core.Tracer) or not x.size:
+        return
+    a = np.asarray(x)
+    if a.min() < 0:
+        raise RuntimeError("one_hot: Class values must be non-negative.")
+    if a.max() >= num_classes:
+        raise RuntimeError(f"one_hot: Class values must be smaller than num_classes "
+                           f"({num_classes}), got {a.max()}.")
+
+
+one_hot = defop("one_hot(Tensor self, int num_classes) -> Tensor",
+                lambda x, n: jax.nn.one_hot(x, n, dtype=DEFAULT_INT), shape=_one_hot_rule,
+                check=True, pre=_check_classes, backward=NONDIFF)
 
 
 # -- masks ------------------------------------------------------------------------------------
@@ -254,6 +314,24 @@ masked_fill = defop("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) 
                     backward=lambda g, x, m, v, out: (reduce_grad(masked_fill(g, m, 0), x), None))
 
 
+def _masked_fill_tensor_rule(x: Any, mask: Any, value: Any) -> TensorMeta:
+    if value.ndim != 0:
+        raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {value.ndim} dimension(s).")
+    return _masked_fill_rule(x, mask, value)
+
+
+def _masked_fill_tensor_backward(g: Any, x: Any, m: Any, v: Any, out: Any) -> tuple:
+    gv = where(m, g, 0).sum() if is_tensor_like(v) and is_float(v.dtype) else None
+    return reduce_grad(masked_fill(g, m, 0), x), None, reduce_grad(gv, v)
+
+
+masked_fill_tensor = defop("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
+                           lambda x, m, v: jnp.where(m, cast(v, x.dtype), x),
+                           shape=_masked_fill_tensor_rule, check=True, save=("mask", "value"),
+                           backward=_masked_fill_tensor_backward)
+
+
 def _data_dependent(x: Any) -> TensorMeta:
     raise RuntimeError("nonzero(): the output size depends on the tensor's values, which a fake "
                        "or traced tensor does not have; use where() or masked_fill() instead")
@@ -263,6 +341,7 @@ nonzero = defop("nonzero(Tensor self) -> Tensor", lambda x: jnp.argwhere(x).asty
                 shape=_data_dependent, backward=NONDIFF, jit=False)  # data-dependent size
 index_put_ = inplace("index_put_", index_put)
 masked_fill_ = inplace("masked_fill_", masked_fill)
+masked_fill_tensor_ = inplace("masked_fill_", masked_fill_tensor)
 
 
 # -- x[index] and x[index] = value ----------------------------------------------------------

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 
 from autograd_compile.fake import TensorMeta
 
-from ._defop import NONDIFF, defop, reduce_grad, same_shape
+from ._defop import NONDIFF, defop, inplace, reduce_grad, same_shape
 from ._dtypes import as_dtype, cast, result_type
 from ._shapes import expand_shape, infer_size, numel, split_sizes, wrap_dim, wrap_dims
 
@@ -280,3 +280,41 @@ unbind = defop("unbind.int(Tensor self, int dim=0) -> Tensor[]",
                lambda x, dim=0: tuple(jnp.moveaxis(x, wrap_dim(dim, x.ndim), 0)),
                shape=_unbind_rule,
                save=(), backward=lambda gs, x, dim, out: stack(list(gs), dim))
+
+
+# -- triangles: tril / triu ---------------------------------------------------------------------
+def _triangle(name: str, fn: Any) -> Any:
+    def rule(x: Any, diagonal: int = 0) -> TensorMeta:
+        if x.ndim < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions, got a "
+                               f"{x.ndim}-d tensor of shape {list(x.shape)}")
+        return TensorMeta(tuple(x.shape), x.dtype)
+    op = defop(f"{name}(Tensor self, int diagonal=0) -> Tensor",
+               lambda x, diagonal=0: fn(x, diagonal), shape=rule, check=True, save=(),
+               backward=lambda g, x, diagonal, out: op(g, diagonal))
+    return op
+
+
+tril = _triangle("tril", jnp.tril)
+triu = _triangle("triu", jnp.triu)
+tril_ = inplace("tril_", tril)
+triu_ = inplace("triu_", triu)
+
+
+# -- devices: a copy onto another jax device (gradients travel back) -----------------------------
+def _to_device(x: Any, device: str) -> Any:
+    from autograd_compile.device import to_jax
+    target = to_jax(device)
+    if not isinstance(x, jax.core.Tracer) and target in x.devices():
+        return x
+    return jax.device_put(x, target)
+
+
+def _device_name(x: Any) -> str:
+    from autograd_compile.device import as_device
+    return str(as_device(x.device))  # a fake tensor may report a jax Device
+
+
+to_device = defop("to_device(Tensor self, str device) -> Tensor", _to_device,
+                  shape=lambda x, device: TensorMeta(tuple(x.shape), x.dtype), save=("self",),
+                  jit=False, backward=lambda g, x, device, out: to_device(g, _device_name(x)))

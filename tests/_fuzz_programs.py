@@ -415,6 +415,47 @@ def _jnp_var(x, d, keepdim):
     return jnp.var(x, axis=d, ddof=1, keepdims=keepdim)
 
 
+def _scan_gen(draw, shapes):
+    """A dim of a value with at least one dim (output shape unchanged): cumsum, sort."""
+    i = _pick(draw, shapes, lambda s: len(s) >= 1)
+    if i is None:
+        return None
+    n = len(shapes[i])
+    return (i,), (draw(st.integers(-n, n - 1)),), shapes[i]
+
+
+def _tril_gen(draw, shapes):
+    i = _pick(draw, shapes, lambda s: len(s) >= 2)
+    return None if i is None else ((i,), (draw(st.sampled_from([-1, 0, 1])),), shapes[i])
+
+
+def _topk_gen(draw, shapes):
+    i = _pick(draw, shapes, lambda s: any(n >= 2 for n in s))
+    if i is None:
+        return None
+    s = shapes[i]
+    d = draw(st.sampled_from([d for d in range(len(s)) if s[d] >= 2]))
+    k = draw(st.integers(1, s[d]))
+    return (i,), (d, k), s[:d] + (k,) + s[d + 1:]
+
+
+def _sum0_gen(draw, shapes):
+    i = _pick(draw, shapes, lambda s: len(s) >= 1)
+    return None if i is None else ((i,), (), shapes[i][1:])
+
+
+def _jnp_topk(x, d, k):
+    return jnp.moveaxis(jax.lax.top_k(jnp.moveaxis(x, d, -1), k)[0], -1, d)
+
+
+def _mm_gen(draw, shapes):
+    i = _pick(draw, shapes, lambda s: len(s) == 2)
+    if i is None:
+        return None
+    j = _pick(draw, shapes, lambda s: len(s) == 2 and s[0] == shapes[i][1])
+    return None if j is None else ((i, j), (), (shapes[i][0], shapes[j][1]))
+
+
 def _attention_gen(draw, shapes):  # self-attention of a [..., L, E] value
     i = _pick(draw, shapes, lambda s: len(s) >= 2)
     return None if i is None else ((i,), (draw(st.booleans()),), shapes[i])
@@ -522,6 +563,21 @@ OPS: dict[str, OpSpec] = {
                   lambda v, p: jnp.concatenate([v[0], v[1]], p[0])),
     "stack": OpSpec(_join_gen(stack=True), lambda v, p: acg.stack([v[0], v[1]], p[0]),
                     lambda v, p: jnp.stack([v[0], v[1]], p[0])),
+    "tril": OpSpec(_tril_gen, lambda v, p: v[0].tril(p[0]), lambda v, p: jnp.tril(v[0], p[0])),
+    "cumsum": OpSpec(_scan_gen, lambda v, p: v[0].cumsum(p[0]),
+                     lambda v, p: jnp.cumsum(v[0], p[0])),
+    "logsumexp": OpSpec(_dim_gen(), lambda v, p: v[0].logsumexp(p[0], keepdim=p[1]),
+                        lambda v, p: jax.nn.logsumexp(v[0], p[0], keepdims=p[1])),
+    "masked_fill": unary(lambda x: x.masked_fill(x > 0.3, 0.5),
+                         lambda x: jnp.where(x > 0.3, 0.5, x)),
+    "sort": OpSpec(_scan_gen, lambda v, p: v[0].sort(p[0]).values,
+                   lambda v, p: jnp.sort(v[0], p[0])),
+    "topk": OpSpec(_topk_gen, lambda v, p: v[0].topk(p[1], p[0]).values,
+                   lambda v, p: _jnp_topk(v[0], *p)),
+    "einsum_mm": OpSpec(_mm_gen, lambda v, p: acg.einsum("ij,jk->ik", v[0], v[1]),
+                        lambda v, p: jnp.einsum("ij,jk->ik", v[0], v[1])),
+    "einsum_sum0": OpSpec(_sum0_gen, lambda v, p: acg.einsum("i...->...", v[0]),
+                          lambda v, p: jnp.einsum("i...->...", v[0])),
     "inplace": OpSpec(_inplace_gen, _inplace_acg, _inplace_jnp),
     "inplace_view": OpSpec(_view_inplace_gen, _view_inplace_acg, _view_inplace_jnp),
     "cube_fn": OpSpec(_pow_gen([0.5, -2.0]), lambda v, p: Cube.apply(v[0], p[0]),

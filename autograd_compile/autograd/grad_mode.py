@@ -10,6 +10,7 @@ False
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Callable
 
 from ..dispatch.keys import TLS
@@ -41,16 +42,84 @@ class _GradModeContext:
         return wrapper
 
 
-class no_grad(_GradModeContext):
-    """Disable gradient recording inside the block (or decorated function)."""
+class _NoParamDecorator(_GradModeContext):
+    """Also usable as a bare decorator: ``@acg.no_grad`` as well as ``@acg.no_grad()``."""
+
+    def __new__(cls, orig_func: Callable | None = None) -> Any:
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecorator):
+    """Disable gradient recording inside the block (or decorated function).
+
+    >>> import autograd_compile as acg
+    >>> @acg.no_grad
+    ... def double(t): return t * 2
+    >>> double(acg.ones(1, requires_grad=True)).requires_grad
+    False
+    """
 
     _target = False
 
 
-class enable_grad(_GradModeContext):
+class enable_grad(_NoParamDecorator):
     """Enable gradient recording inside the block, e.g. within ``no_grad``."""
 
     _target = True
+
+
+class inference_mode(_GradModeContext):
+    """PyTorch's ``inference_mode(mode=True)``: no autograd recording inside (here the same
+    as ``no_grad``); ``inference_mode(False)`` turns it off and grad mode on (as PyTorch's
+    ``InferenceMode(false)`` guard). A context manager
+    and a decorator (``@acg.inference_mode`` or ``@acg.inference_mode()``).
+
+    >>> import autograd_compile as acg
+    >>> with acg.inference_mode():
+    ...     y = acg.ones(1, requires_grad=True) * 2
+    >>> y.requires_grad, acg.is_inference_mode_enabled()
+    (False, False)
+    """
+
+    def __new__(cls, mode: Any = True) -> Any:
+        self = super().__new__(cls)
+        if callable(mode) and not isinstance(mode, bool):  # bare decorator: mode is the function
+            self.mode = True
+            return self(mode)
+        return self
+
+    def __init__(self, mode: Any = True) -> None:
+        self.mode = mode if isinstance(mode, bool) else True
+
+    def __enter__(self) -> None:
+        self._prev, self._prev_inference = TLS.grad_enabled, _INFERENCE.active
+        TLS.grad_enabled, _INFERENCE.active = not self.mode, self.mode  # as PyTorch's guard
+
+    def __exit__(self, *exc: object) -> None:
+        TLS.grad_enabled, _INFERENCE.active = self._prev, self._prev_inference
+
+    def __call__(self, fn: Callable) -> Callable:
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with inference_mode(mode):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class _InferenceState(threading.local):
+    active = False
+
+
+_INFERENCE = _InferenceState()
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside ``inference_mode()`` on this thread."""
+    return _INFERENCE.active
 
 
 class set_grad_enabled(_GradModeContext):

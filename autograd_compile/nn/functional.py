@@ -427,3 +427,17 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     if mode != "constant" and value is not None and value != 0:
         raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument.")
     return _losses.pad(input, [int(v) for v in pad], mode, None if value is None else value)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot encoding along a new last dim (``num_classes=-1``: max + 1, eager only).
+
+    >>> import autograd_compile as acg
+    >>> acg.nn.functional.one_hot(acg.tensor([1, 0]), 3).tolist()
+    [[0, 1, 0], [1, 0, 0]]
+    """
+    from ..kernels.api_select import one_hot as _one_hot
+    return _one_hot(tensor, num_classes)
+
+
+__all__ += ["one_hot"]

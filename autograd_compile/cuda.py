@@ -1,0 +1,53 @@
+"""``acg.cuda``: what PyTorch programs ask about CUDA, answered from JAX's GPU devices.
+
+>>> import autograd_compile as acg
+>>> acg.cuda.is_available() == (acg.cuda.device_count() > 0)
+True
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .device import gpu_count, to_jax
+
+
+def is_available() -> bool:
+    """True when JAX sees at least one GPU."""
+    return gpu_count() > 0
+
+
+def device_count() -> int:
+    """How many GPUs JAX sees (0 on a CPU-only machine)."""
+    return gpu_count()
+
+
+def current_device() -> int:
+    """The index "cuda" means (always 0 here); RuntimeError without a GPU."""
+    to_jax("cuda")
+    return 0
+
+
+def get_device_name(device: Any = None) -> str:
+    """The GPU's name as JAX reports it."""
+    return to_jax("cuda" if device is None else device).device_kind
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the random state (one generator serves every device, as ``acg.manual_seed``)."""
+    from .kernels.api import manual_seed as _seed
+    _seed(seed)
+
+
+manual_seed_all = manual_seed
+
+
+def synchronize(device: Any = None) -> None:
+    """Wait for the GPU's pending work (JAX: block on every live array of that device)."""
+    import jax
+    for a in jax.live_arrays():
+        if device is None or to_jax(device) in a.devices():
+            a.block_until_ready()
+
+
+__all__ = ["is_available", "device_count", "current_device", "get_device_name", "manual_seed",
+           "manual_seed_all", "synchronize"]

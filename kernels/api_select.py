@@ -1,0 +1,240 @@
+"""The Python surface of sorting, selection, sampling and the other tensor ops real
+programs call (``acg.topk``, ``acg.multinomial``, ``acg.einsum`` ...), PyTorch's signatures.
+
+>>> import autograd_compile as acg
+>>> v, i = acg.sort(acg.tensor([3.0, 1.0, 2.0]), descending=True)
+>>> v.tolist(), i.tolist()
+([3.0, 2.0, 1.0], [0, 2, 1])
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+
+from autograd_compile.tensor import Tensor
+
+from . import factories as F
+from . import indexing as I
+from . import random as R
+from . import shape as S
+from . import sorting as O
+from ._dtypes import BOOL, as_dtype, category
+from ._shapes import broadcast_shapes, shapes_equal
+from .api import _leaf, _sizes, return_types, tensor
+from .views import inplace_method
+
+
+class _topk(NamedTuple):
+    values: Tensor
+    indices: Tensor
+
+
+class _sort(NamedTuple):
+    values: Tensor
+    indices: Tensor
+
+
+_topk.__name__ = _topk.__qualname__ = "topk"
+_sort.__name__ = _sort.__qualname__ = "sort"
+return_types.topk, return_types.sort = _topk, _sort  # torch.return_types.topk / .sort
+
+
+# -- triangles, one-hot, comparisons, contraction ------------------------------------------------
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle of the last two dims (the rest zero); ``diagonal`` shifts it."""
+    return S.tril(input, diagonal)
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The upper triangle of the last two dims (the rest zero); ``diagonal`` shifts it."""
+    return S.triu(input, diagonal)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot vectors along a new last dim; ``num_classes=-1``: max value + 1
+    (read from the data, so eager only).
+
+    >>> import autograd_compile as acg
+    >>> acg.nn.functional.one_hot(acg.tensor([0, 2])).tolist()
+    [[1, 0, 0], [0, 0, 1]]
+    """
+    if num_classes == -1 and isinstance(tensor, Tensor) and type(tensor) is Tensor:
+        if category(tensor.dtype) != 1:
+            raise RuntimeError(f"one_hot is only applicable to index tensor of type LongTensor, "
+                               f"got {tensor.dtype}")
+        num_classes = builtins.int(np.asarray(tensor).max()) + 1 if tensor.numel() else 0
+    return I.one_hot(tensor, num_classes)
+
+
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: builtins.bool = False) -> Tensor:
+    """Elementwise ``|input - other| <= atol + rtol * |other|`` (same dtypes, broadcast)."""
+    return O.isclose(input, other, builtins.float(rtol), builtins.float(atol), equal_nan)
+
+
+def einsum(equation: str, *operands: Any) -> Tensor:
+    """Einstein summation: ``einsum("bij,bjk->bik", a, b)``, with "..." and the implicit
+    output form; differentiable in every operand.
+
+    >>> import autograd_compile as acg
+    >>> acg.einsum("ij,j->i", acg.ones(2, 3), acg.ones(3)).tolist()
+    [3.0, 3.0]
+    """
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    return O.einsum(equation, list(operands))
+
+
+# -- sorting and selection by value ----------------------------------------------------------------
+def topk(input: Tensor, k: int, dim: int = -1, largest: builtins.bool = True,
+         sorted: builtins.bool = True) -> _topk:
+    """The ``k`` largest (or smallest) entries along ``dim`` as (values, indices)."""
+    return _topk(*O.topk(input, k, dim, largest, sorted))
+
+
+def sort(input: Tensor, dim: int = -1, descending: builtins.bool = False,
+         stable: builtins.bool = False) -> _sort:
+    """Sorted values and their original positions along ``dim`` (always stable here)."""
+    return _sort(*O.sort(input, dim, descending, stable))
+
+
+def argsort(input: Tensor, dim: int = -1, descending: builtins.bool = False,
+            stable: builtins.bool = False) -> Tensor:
+    """The positions that sort ``input`` along ``dim``."""
+    return O.sort(input, dim, descending, stable)[1]
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    """The entries where ``mask`` holds (both broadcast), as a 1-D tensor; eager only (its
+    length is data)."""
+    if mask.dtype != BOOL:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
+    shape = list(broadcast_shapes(tuple(input.shape), tuple(mask.shape)))
+    x = input if shapes_equal(input.shape, shape) else S.expand(input, shape)
+    m = mask if shapes_equal(mask.shape, shape) else S.expand(mask, shape)
+    return I.getitem(x, m).reshape(-1)
+
+
+def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
+            reduce: str | None = None) -> Tensor:
+    """A copy of ``input`` with ``src`` (a tensor or number) written at ``index`` along
+    ``dim``; ``reduce`` is not supported."""
+    if reduce is not None:
+        raise NotImplementedError("scatter(reduce=...) is not supported; use scatter_add")
+    src = value if src is None else src
+    if isinstance(src, Tensor):
+        return I.scatter(input, dim, index, src)
+    return I.scatter_value(input, dim, index, src)
+
+
+def _scatter_(self: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
+              reduce: str | None = None) -> Tensor:
+    if reduce is not None:
+        raise NotImplementedError("scatter_(reduce=...) is not supported; use scatter_add_")
+    src = value if src is None else src
+    if isinstance(src, Tensor):
+        return I.scatter_(self, dim, index, src)
+    return I.scatter_value_(self, dim, index, src)
+
+
+# -- sampling -------------------------------------------------------------------------------------
+def multinomial(input: Tensor, num_samples: int, replacement: builtins.bool = False, *,
+                generator: Any = None) -> Tensor:
+    """Category indices drawn from each row of (unnormalised) probabilities ``input``.
+
+    >>> import autograd_compile as acg
+    >>> acg.multinomial(acg.tensor([0.0, 1.0, 0.0]), 2, replacement=True).tolist()
+    [1, 1]
+    """
+    return R.multinomial(input, num_samples, builtins.bool(replacement), R.key_of(generator))
+
+
+def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
+    """0/1 draws, 1 with probability ``input`` (or with the number ``p``), in input's dtype."""
+    key = R.key_of(generator)
+    if p is None:
+        return R.bernoulli(input, key)
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli: Expected p_in >= 0 && p_in <= 1 to be true, but got "
+                           f"p={p}")
+    return R.bernoulli_p(input, builtins.float(p), key)
+
+
+def randperm(n: int, *, generator: Any = None, dtype: Any = None,
+             requires_grad: builtins.bool = False, device: Any = None) -> Tensor:
+    """A random permutation of 0..n-1 (int64)."""
+    return _leaf(R.randperm(n, R.key_of(generator), dtype=as_dtype(dtype)), requires_grad,
+                 device)
+
+
+def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[Any] | None = None, *,
+           generator: Any = None, dtype: Any = None, requires_grad: builtins.bool = False,
+           device: Any = None) -> Tensor:
+    """Normal samples: ``normal(mean_tensor, std_tensor)`` (broadcast) or
+    ``normal(mean, std, size)``. Like PyTorch, no gradient flows to ``mean``/``std``."""
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        shape = broadcast_shapes(*(tuple(v.shape) for v in (mean, std) if isinstance(v, Tensor)))
+        like = mean if isinstance(mean, Tensor) else std
+        noise = R.normal_sample(F.zeros(list(shape), dtype=like.dtype), R.key_of(generator))
+        return noise * _detached(std) + _detached(mean)
+    if size is None:
+        raise TypeError("normal() with float mean and std needs a size")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    out = F.randn(_sizes((size,)), R.key_of(generator), dtype=as_dtype(dtype)) * std + mean
+    return _leaf(out, requires_grad, device)
+
+
+def _detached(v: Any) -> Any:
+    return v.detach() if isinstance(v, Tensor) else v
+
+
+def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None,
+             requires_grad: builtins.bool = False, device: Any = None) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (float32)."""
+    return _leaf(F.linspace(start, end, steps, dtype=as_dtype(dtype)), requires_grad, device)
+
+
+# -- random state and numpy -----------------------------------------------------------------------
+def seed() -> int:
+    """Seed the global generator from the operating system; returns the seed."""
+    return R.default_generator.seed()
+
+
+def get_rng_state() -> Tensor:
+    """The global generator's state (a uint8 tensor)."""
+    return R.default_generator.get_state()
+
+
+def set_rng_state(new_state: Tensor) -> None:
+    """Restore the global generator's state from :func:`get_rng_state`."""
+    R.default_generator.set_state(new_state)
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A tensor with the array's values and dtype (a copy: jax arrays are immutable)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    return tensor(ndarray)
+
+
+# -- Tensor methods of these functions ------------------------------------------------------------
+def tensor_methods() -> dict[str, Any]:
+    """Methods for ``Tensor`` (installed by _methods.install_tensor_methods)."""
+    m: dict[str, Any] = {n: globals()[n] for n in (
+        "tril", "triu", "topk", "sort", "argsort", "isclose", "masked_select", "scatter",
+        "multinomial", "bernoulli")}
+    m.update({
+        "tril_": inplace_method(S.tril_), "triu_": inplace_method(S.triu_),
+        "scatter_": inplace_method(_scatter_),
+        "scatter_add_": inplace_method(I.scatter_add_),
+        "msort": lambda self: sort(self, 0).values,
+    })
+    return m
+
+
+__all__ = ["tril", "triu", "isclose", "einsum", "topk", "sort", "argsort", "masked_select",
+           "scatter", "multinomial", "bernoulli", "randperm", "normal", "linspace", "seed",
+           "get_rng_state", "set_rng_state", "from_numpy"]
