@@ -10,7 +10,7 @@ interleaved per rep so machine load hits them alike). Systems:
 - ``acg``: ``F.<op>`` on acg tensors that do not require grad (dispatcher + jitted kernel);
 - ``acg-grad``: the same on inputs requiring grad (adds recording the autograd node).
 
-Run: ``python -m benchmarks.nn_ops [--reps N] [--calls N]``.
+Run: ``python -m autograd_compile.benchmarks.nn_ops [--reps N] [--calls N]``.
 
 >>> sorted(CASES)
 ['conv2d', 'sdpa']

@@ -4,8 +4,8 @@ A :class:`StepModel` holds the initial parameters and one batch as numpy arrays 
 knows how to build the model in autograd_compile (a loss function of the input
 tensors whose parameters it closes over), in plain JAX (a pure loss of a parameter
 dict) and in PyTorch. ``mlp`` and ``mlp_small`` reuse the backward group's
-:mod:`.workloads`; ``gpt`` imports the model of ``examples/gpt.py`` when that file
-exists (it is part of the source tree, not of the installed package).
+:mod:`.workloads`; ``gpt`` imports the model of ``examples/gpt.py`` (installed as
+``autograd_compile.examples.gpt``).
 
 >>> m = build_step("mlp_small", smoke=True)
 >>> m.inputs["x"].shape
@@ -13,7 +13,7 @@ exists (it is part of the source tree, not of the installed package).
 """
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import sys
 from dataclasses import dataclass
 from functools import partial
@@ -31,7 +31,6 @@ from .workloads import build
 
 STEP_NAMES = ("mlp_small", "mlp", "gpt")
 LR = 0.01  # plain SGD everywhere: the update is the same rule in every framework
-GPT_PATH = Path(__file__).resolve().parent.parent / "examples" / "gpt.py"
 # (full, smoke) sizes of the gpt workload; batch is the number of sequences
 GPT_SIZES = ({"batch": 16, "seq": 64, "vocab": 256, "dim": 128, "layers": 2, "heads": 4},
              {"batch": 2, "seq": 8, "vocab": 32, "dim": 16, "layers": 1, "heads": 2})
@@ -55,19 +54,12 @@ class StepModel:
 
 
 def gpt_module() -> ModuleType | None:
-    """``examples/gpt.py`` imported from the source tree, or None when it is absent."""
-    if not GPT_PATH.exists():
+    """The GPT example (``examples/gpt.py``, installed as ``autograd_compile.examples``),
+    or None when this build does not have it."""
+    try:
+        return importlib.import_module("autograd_compile.examples.gpt")
+    except ModuleNotFoundError:
         return None
-    name = "_acg_bench_examples_gpt"
-    if name not in sys.modules:  # registered first: its dataclasses look themselves up there
-        spec = importlib.util.spec_from_file_location(name, GPT_PATH)
-        sys.modules[name] = module = importlib.util.module_from_spec(spec)
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            raise
-    return sys.modules[name]
 
 
 _AS_TORCH = (("import autograd_compile.nn.functional as", "import torch.nn.functional as"),
@@ -80,20 +72,21 @@ def gpt_torch_module() -> ModuleType:
     PyTorch program whose only change is the import, so undoing it gives torch's model."""
     name = "_acg_bench_examples_gpt_torch"
     if name not in sys.modules:
-        source = GPT_PATH.read_text()
+        path = Path(gpt_module().__file__)
+        source = path.read_text()
         for ours, theirs in _AS_TORCH:
             source = source.replace(ours, theirs)
         module = ModuleType(name)
-        module.__file__ = str(GPT_PATH)
+        module.__file__ = str(path)
         sys.modules[name] = module
-        exec(compile(source, str(GPT_PATH), "exec"), module.__dict__)
+        exec(compile(source, str(path), "exec"), module.__dict__)
     return sys.modules[name]
 
 
 def available(name: str) -> str | None:
     """None when workload ``name`` can run here, else why not."""
-    if name == "gpt" and not GPT_PATH.exists():
-        return f"{GPT_PATH.relative_to(GPT_PATH.parent.parent)} is not in this tree"
+    if name == "gpt" and gpt_module() is None:
+        return "the GPT example (autograd_compile.examples.gpt) is not in this build"
     return None
 
 
