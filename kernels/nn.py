@@ -1,5 +1,5 @@
 """Neural-network ops with fused, numerically stable kernels and hand-written backward formulas:
-softmax, log_softmax, gelu, layer_norm, cross_entropy, mse_loss, linear.
+softmax, log_softmax, gelu, layer_norm, rms_norm, cross_entropy, mse_loss, linear.
 
 Each kernel is one JAX function (max-subtracted exponentials, statistics in at least float32)
 so XLA fuses it; each formula is written in our ops, so double backward works.
@@ -112,7 +112,7 @@ def _ln_rule(x: Any, shape: Any, w: Any = None, b: Any = None, eps: float = 1e-5
                                f"{name} of shape {list(p.shape)} and normalized_shape = "
                                f"{list(shape)}")
         if p.dtype != x.dtype:
-            raise RuntimeError(f"layer_norm: expected {name} to have the input's dtype {x.dtype}, "
+            raise RuntimeError(f"expected {name} to have the input's dtype {x.dtype}, "
                                f"got {p.dtype}")
     return TensorMeta(tuple(x.shape), x.dtype)
 
@@ -143,6 +143,38 @@ def _layer_norm_backward(g: Any, x: Any, shape: Any, w: Any, b: Any, eps: float,
 layer_norm = defop("layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, "
                    "Tensor? bias=None, float eps=1e-05) -> Tensor", _layer_norm, shape=_ln_rule,
                    check=True, save=("input", "weight"), backward=_layer_norm_backward)
+
+
+# -- rms_norm: layer_norm without the mean (x / sqrt(mean(x^2) + eps) * weight) ------------------
+def _rms_rule(x: Any, shape: Any, w: Any = None, eps: float | None = None) -> TensorMeta:
+    return _ln_rule(x, shape, w)
+
+
+def _rms_eps(x: Any, eps: float | None) -> float:
+    # PyTorch's default: the machine epsilon of the input's dtype
+    return float(jnp.finfo(x.dtype).eps) if eps is None else eps
+
+
+def _rms_norm(x: Any, shape: Any, w: Any = None, eps: float | None = None) -> Any:
+    dims = _ln_dims(x, shape)
+    xf = x.astype(promote(x.dtype, DEFAULT_FLOAT))  # statistics in >= float32
+    ms = jnp.mean(jnp.square(xf), dims, keepdims=True)
+    y = (xf * jax.lax.rsqrt(ms + _rms_eps(x, eps))).astype(x.dtype)
+    return y if w is None else y * w
+
+
+def _rms_norm_backward(g: Any, x: Any, shape: Any, w: Any, eps: float | None, out: Any) -> tuple:
+    dims = list(_ln_dims(x, shape))
+    rstd = ((x * x).mean(dims, keepdim=True) + _rms_eps(x, eps)).rsqrt()
+    xhat = x * rstd
+    gh = g if w is None else g * w
+    gx = rstd * (gh - xhat * (gh * xhat).mean(dims, keepdim=True))
+    return gx, reduce_grad(g * xhat, w) if wants(w) else None
+
+
+rms_norm = defop("rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, "
+                 "float? eps=None) -> Tensor", _rms_norm, shape=_rms_rule, check=True,
+                 save=("input", "weight"), backward=_rms_norm_backward)
 
 
 # -- cross_entropy on class indices -------------------------------------------------------------

@@ -142,6 +142,22 @@ def test_layer_norm(mode):
     assert list(plain.parameters()) == [] and plain.weight is None
 
 
+def test_rms_norm(mode):
+    rms = nn.RMSNorm([4], eps=1e-6)
+    assert np.all(rms.weight.numpy() == 1)
+    with acg.no_grad():
+        rms.weight.copy_(acg.tensor(_x(4)))
+    x = _x(2, 3, 4)
+    out = check_layer_grads(rms, [x], mode)
+    ref = x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-6) * rms.weight.numpy()
+    assert_close(out.numpy(), ref, rtol=1e-10)
+    assert repr(rms) == "RMSNorm((4,), eps=1e-06, elementwise_affine=True)"
+    plain = nn.RMSNorm(4, elementwise_affine=False)  # eps=None: float32's machine epsilon
+    y = plain(acg.tensor(x.astype(np.float32)))
+    ref32 = x / np.sqrt((x ** 2).mean(-1, keepdims=True) + np.finfo(np.float32).eps)
+    assert list(plain.parameters()) == [] and np.allclose(y.numpy(), ref32, rtol=1e-5)
+
+
 _ACTIVATIONS = [
     (nn.ReLU(), lambda x: np.maximum(x, 0)),
     (nn.Tanh(), np.tanh),

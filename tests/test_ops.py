@@ -73,6 +73,12 @@ def _ln_ref(x, shape, w=None, b=None, eps=1e-5):
     return y * (1 if w is None else w) + (0 if b is None else b)
 
 
+def _rms_ref(x, shape, w=None, eps=None):
+    dims = tuple(range(x.ndim - len(shape), x.ndim))
+    eps = jnp.finfo(x.dtype).eps if eps is None else eps
+    return x / jnp.sqrt((x * x).mean(dims, keepdims=True) + eps) * (1 if w is None else w)
+
+
 def _ce_ref(x, t, w=None, reduction="mean", ignore=-100, ls=0.0):
     c = 1 if x.ndim > 1 else 0
     logp = jax.nn.log_softmax(x, axis=c)
@@ -313,6 +319,10 @@ CASES = [
          lambda x, w, b: _ln_ref(x, (4,), w, b), (T(3, 4), T(4), T(4)), double=True),
     Case("layer_norm_2d_plain", lambda x: F.layer_norm(x, (3, 4), eps=1e-3),
          lambda x: _ln_ref(x, (3, 4), eps=1e-3), (T(2, 3, 4),)),
+    Case("rms_norm", lambda x, w: F.rms_norm(x, 4, w, 1e-3), lambda x, w: _rms_ref(x, (4,), w, 1e-3),
+         (T(3, 4), T(4)), double=True),
+    Case("rms_norm_2d_default_eps", lambda x: F.rms_norm(x, (3, 4)),
+         lambda x: _rms_ref(x, (3, 4)), (T(2, 3, 4),)),
     Case("cross_entropy", F.cross_entropy, _ce_ref, (T(4, 5), I(4, hi=5)), double=True),
     Case("cross_entropy_sum_ls", lambda x, t: F.cross_entropy(x, t, reduction="sum",
                                                               label_smoothing=0.2),

@@ -23,7 +23,7 @@ from ..kernels._shapes import shapes_equal
 from ..tensor import Tensor
 
 __all__ = ["linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
-           "layer_norm", "cross_entropy", "nll_loss", "mse_loss", "dropout",
+           "layer_norm", "rms_norm", "cross_entropy", "nll_loss", "mse_loss", "dropout",
            "scaled_dot_product_attention", "embedding", "conv1d", "conv2d", "conv3d",
            "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "l1_loss",
            "smooth_l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
@@ -80,6 +80,20 @@ def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Ten
     """Normalise over the trailing ``normalized_shape`` dims, then scale and shift."""
     shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
     return _nn.layer_norm(input, shape, weight, bias, eps)
+
+
+def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """Root-mean-square normalisation over the trailing ``normalized_shape`` dims, then scale
+    (``eps=None``: the input dtype's machine epsilon, as PyTorch).
+
+    >>> import autograd_compile as acg
+    >>> import autograd_compile.nn.functional as F
+    >>> F.rms_norm(acg.tensor([[3.0, 4.0]]), 2, eps=0.0).tolist()  # rms = sqrt(12.5)
+    [[0.8485281467437744, 1.1313709020614624]]
+    """
+    shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+    return _nn.rms_norm(input, shape, weight, eps)
 
 
 def _check_reduction(reduction: str) -> None:
