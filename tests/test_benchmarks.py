@@ -2,7 +2,6 @@
 completeness and for equal gradients across systems. No test asserts a time."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,16 +12,10 @@ import jax
 import numpy as np
 import pytest
 
-import autograd_compile
-
-STALE_INSTALL = importlib.util.find_spec("autograd_compile.benchmarks") is None
-if STALE_INSTALL:  # an editable install made before the mapping: `pip install -e .` renews it
-    autograd_compile.__path__.append(str(Path(__file__).resolve().parents[1]))
-
-from autograd_compile.benchmarks import ops, run, step, step_models, sweep, xla_trap  # noqa: E402
-from autograd_compile.benchmarks.measure import compare_grads  # noqa: E402
-from autograd_compile.benchmarks.systems import JaxFloor, torch_available  # noqa: E402
-from autograd_compile.benchmarks.workloads import NAMES, build  # noqa: E402
+from autograd_compile.benchmarks import ops, run, step, step_models, sweep, xla_trap
+from autograd_compile.benchmarks.measure import compare_grads
+from autograd_compile.benchmarks.systems import JaxFloor, torch_available
+from autograd_compile.benchmarks.workloads import NAMES, build
 
 # torch-compiled-autograd spends 10-70 s per workload in inductor: the slow tier runs it.
 SMOKE_SYSTEMS = ["acg-eager", "acg-compiled", "acg-compiled-pure", "jax-floor"] + \
@@ -193,9 +186,7 @@ def test_bench_runs_from_any_directory(tmp_path: Path) -> None:
     assert claimed.stdout.strip() == "True"
     proc = subprocess.run([sys.executable, "-m", "autograd_compile", "bench", "--help"],
                           cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr + (
-        "\n(stale editable install: run `.venv/bin/pip install --no-deps -e .`)"
-        if STALE_INSTALL else "")
+    assert proc.returncode == 0, proc.stderr
     assert "--workload" in proc.stdout and "--device" in proc.stdout
 
 
