@@ -49,5 +49,18 @@ def synchronize(device: Any = None) -> None:
             a.block_until_ready()
 
 
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Whether the GPU does bfloat16 (XLA runs bfloat16 on every GPU it supports)."""
+    return is_available()
+
+
+def __getattr__(name: str) -> Any:
+    """``acg.cuda.amp`` (imported on first use: amp needs the whole package)."""
+    if name == "amp":
+        from .amp import cuda_amp
+        return cuda_amp
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = ["is_available", "device_count", "current_device", "get_device_name", "manual_seed",
-           "manual_seed_all", "synchronize"]
+           "manual_seed_all", "synchronize", "is_bf16_supported"]
