@@ -263,12 +263,15 @@ def _tensors(values: Any) -> list[Tensor]:
     return out
 
 
+def _tensor_device_type(t: Tensor) -> str:
+    """"cpu" or "cuda" (without a GPU every tensor is on the CPU: no device query)."""
+    return "cpu" if gpu_count() == 0 else as_device(t.device).type
+
+
 def _device_of(args: tuple, kwargs: dict) -> str | None:
-    """The device type the op's tensors are on (the first tensor's; "cpu" without GPUs)."""
-    if gpu_count() == 0:
-        return "cpu"
+    """The device type the op's tensors are on (the first tensor's)."""
     found = _tensors(args) or _tensors(kwargs.values())
-    return as_device(found[0].device).type if found else None
+    return _tensor_device_type(found[0]) if found else None
 
 
 _FLOATING: dict[np.dtype, bool] = {}
@@ -280,7 +283,7 @@ def _eligible(t: Tensor, dev: str) -> bool:
     ok = _FLOATING.get(dt)
     if ok is None:
         ok = _FLOATING[dt] = bool(jnp.issubdtype(dt, jnp.floating)) and dt != _F64
-    return ok and (gpu_count() == 0 or as_device(t.device).type == dev)
+    return ok and _tensor_device_type(t) == dev
 
 
 def _cast(value: Any, dev: str, target: np.dtype) -> Any:
