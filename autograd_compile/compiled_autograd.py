@@ -186,7 +186,7 @@ class Collected:
         self.nodes = _ordered_nodes(task)
         ids = {n: i for i, n in enumerate(self.nodes)}
         col = self.col = Collector()
-        self.hooks: list[Callable] = []
+        self.hooks: list = col.opaque  # hooks, and saved tensors unpacked where nodes run
         # each compiler compiles its own graphs
         col.const((compiler_fn, task.create_graph, task.accumulate, TLS.grad_enabled))
         self.plans: dict[Node, HookPlan] = {}  # nodes with hooks only

@@ -312,6 +312,9 @@ class Collector:
         self._leaf_ids: dict[int, int] = {}
         # (saved variable, its node, its index in inputs): re-checked after hooks ran
         self.saved_vars: list[tuple[SavedVariable, Node, int]] = []
+        # the graph's ``hooks`` input: hooks, and (saved, node) pairs to unpack at run time
+        self.opaque: list = []
+        self.unpack_at: dict[int, int] = {}  # id(saved variable) -> its index in opaque
 
     def const(self, value: Any) -> Any:
         self.key.append(value)  # hashability is checked once, by CacheKey
@@ -326,13 +329,26 @@ class Collector:
         self.inputs.extend(sv.unpack(node) for sv in memo.saved)
         self.saved_vars.extend((sv, node, start + k) for k, sv in enumerate(memo.saved))
 
-    def saved(self, sv: SavedVariable, node: Node) -> Tensor:
+    def saved(self, sv: SavedVariable, node: Node) -> Tensor | None:
+        if sv.unpack_hook is not None:
+            return self.hooked(sv, node)
         t = sv.unpack(node)
         self.saved_vars.append((sv, node, len(self.inputs)))
         self.key.append(("T", t.dtype, len(t.shape), t.requires_grad))  # as tensor(t)
         self.sizes.extend(t.shape)
         self.inputs.append(t)
         return t
+
+    def hooked(self, sv: SavedVariable, node: Node) -> None:
+        """A saved tensor with an unpack hook: the graph calls the hook where its node runs
+        (as eager does), so the key and sizes come from its metadata at pack time."""
+        if sv.freed:
+            sv.unpack(node)  # PyTorch's "backward through the graph a second time" error
+        shape, dtype = sv.meta
+        self.key.append(("H", dtype, len(shape)))
+        self.sizes.extend(shape)
+        self.unpack_at[id(sv)] = len(self.opaque)
+        self.opaque.append((sv, node))
 
     def op_node(self, node: OpNode) -> None:
         """``visit_node`` of an op node, inlined (the hot loop of every backward): the

@@ -32,6 +32,11 @@ def get_device_name(device: Any = None) -> str:
     return to_jax("cuda" if device is None else device).device_kind
 
 
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """True on a GPU (XLA runs bfloat16 on every GPU it supports); False without one."""
+    return is_available()
+
+
 def manual_seed(seed: int) -> None:
     """Seed the random state (one generator serves every device, as ``acg.manual_seed``)."""
     from .kernels.api import manual_seed as _seed
@@ -49,11 +54,6 @@ def synchronize(device: Any = None) -> None:
             a.block_until_ready()
 
 
-def is_bf16_supported(including_emulation: bool = True) -> bool:
-    """Whether the GPU does bfloat16 (XLA runs bfloat16 on every GPU it supports)."""
-    return is_available()
-
-
 def __getattr__(name: str) -> Any:
     """``acg.cuda.amp`` (imported on first use: amp needs the whole package)."""
     if name == "amp":
@@ -62,5 +62,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["is_available", "device_count", "current_device", "get_device_name", "manual_seed",
-           "manual_seed_all", "synchronize", "is_bf16_supported"]
+__all__ = ["is_available", "is_bf16_supported", "device_count", "current_device", "get_device_name", "manual_seed",
+           "manual_seed_all", "synchronize"]
