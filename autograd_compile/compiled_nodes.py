@@ -23,7 +23,7 @@ from typing import Any, Callable
 from .autograd.derivatives import OpNode
 from .autograd.function import BackwardCFunction
 from .autograd.node import AccumulateGrad, ErrorNode, GraphRoot, Node, TensorMeta
-from .autograd.saved import SavedVariable
+from .autograd.saved import UNPACK_OVERRIDE, SavedVariable
 from .tensor import Tensor
 
 _SIZE_TYPES = frozenset({"SymInt", "SymInt[]", "SymInt?", "SymInt[]?"})
@@ -300,6 +300,33 @@ def memo_of(node: Node) -> NodeMemo | None:
     return memo or None
 
 
+class UsesUnpackHook(Exception):
+    """The fast path met a saved tensor with an unpack hook (the general path unpacks it,
+    once)."""
+
+
+_ARG_FLAGS: dict[Any, tuple[tuple[bool, Any], ...]] = {}
+
+
+def _arg_flags(op: Any) -> tuple[tuple[bool, Any], ...]:
+    """(is a SymInt argument, int-lifting flag) per argument of ``op``, computed once."""
+    flags = _ARG_FLAGS[op] = tuple(zip(_size_flags(op), _int_lift_flags(op)))
+    return flags
+
+
+_AVAL_OK: dict[type, bool] = {}
+
+
+def _aval(t: Tensor) -> Any:
+    """The jax aval behind ``t`` (shape and dtype as plain attributes, far cheaper than
+    the properties), or None where a subclass may define its own shape or dtype."""
+    ok = _AVAL_OK.get(type(t))
+    if ok is None:
+        cls = type(t)
+        ok = _AVAL_OK[cls] = cls.shape is Tensor.shape and cls.dtype is Tensor.dtype
+    return getattr(t._data, "aval", None) if ok else None
+
+
 class Collector:
     """Builds the cache key and gathers runtime inputs (runs on every backward)."""
 
@@ -312,6 +339,7 @@ class Collector:
         self._leaf_ids: dict[int, int] = {}
         # (saved variable, its node, its index in inputs): re-checked after hooks ran
         self.saved_vars: list[tuple[SavedVariable, Node, int]] = []
+        self.no_unpack_hooks = False  # the fast path stops before calling any unpack hook
 
     def const(self, value: Any) -> Any:
         self.key.append(value)  # hashability is checked once, by CacheKey
@@ -327,11 +355,25 @@ class Collector:
         self.saved_vars.extend((sv, node, start + k) for k, sv in enumerate(memo.saved))
 
     def saved(self, sv: SavedVariable, node: Node) -> Tensor:
-        t = sv.unpack(node)
+        if sv.unpack_hook is None and not sv.is_output and not sv.freed and \
+                not UNPACK_OVERRIDE:
+            t = sv.value  # sv.unpack(node), inlined for the common case
+            if t._version != sv.version:
+                t = sv.unpack(node)  # raises PyTorch's error
+        elif sv.unpack_hook is not None and self.no_unpack_hooks:
+            raise UsesUnpackHook
+        else:
+            t = sv.unpack(node)
         self.saved_vars.append((sv, node, len(self.inputs)))
-        self.key.append(("T", t.dtype, len(t.shape), t.requires_grad))  # as tensor(t)
-        self.sizes.extend(t.shape)
         self.inputs.append(t)
+        aval = _aval(t)
+        if aval is None:
+            self.key.append(("T", t.dtype, len(t.shape), t.requires_grad))  # as tensor(t)
+            self.sizes.extend(t.shape)
+        else:
+            shape = aval.shape
+            self.key.append(("T", aval.dtype, len(shape), t._requires_grad))
+            self.sizes.extend(shape)
         return t
 
     def op_node(self, node: OpNode) -> None:
@@ -339,18 +381,20 @@ class Collector:
         same items in the same order, without building the NodeState only capture
         reads. ``tests/test_compiled_autograd.py`` checks it against the generic visit."""
         key, sizes = self.key, self.sizes
-        key.append((OpNode, node.op.qualname, node.arg_kinds, node.saved_out is not None))
-        for value, is_size, lift in zip(node.saved, _size_flags(node.op),
-                                        _int_lift_flags(node.op)):
+        op = node.op
+        flags = _ARG_FLAGS.get(op) or _arg_flags(op)
+        key.append((OpNode, op.qualname, node.arg_kinds, node.saved_out is not None))
+        for value, (is_size, lift) in zip(node.saved, flags):
             kind = type(value)
             if kind is SavedVariable:
                 self.saved(value, node)
+            elif kind is TensorMeta:
+                shape = value.shape
+                key.append(("M", value.dtype, len(shape)))
+                sizes.extend(shape)
             elif kind is int and _lifts_int(value, lift):
                 key.append("S")
                 self.scalars.append(value)
-            elif kind is TensorMeta:
-                key.append(("M", value.dtype, len(value.shape)))
-                sizes.extend(value.shape)
             elif kind is list and value and type(value[0]) in (SavedVariable, TensorMeta):
                 for x in value:
                     self.saved(x, node) if type(x) is SavedVariable else self.meta(x)
@@ -358,11 +402,13 @@ class Collector:
                 key.append(value)
             else:
                 visit_value(value, self, is_size)
-        for sv in node.saved_out or ():
-            self.saved(sv, node)
+        if node.saved_out is not None:
+            for sv in node.saved_out:
+                self.saved(sv, node)
         for m in node.input_meta:
-            key.append(("M", m.dtype, len(m.shape)))
-            sizes.extend(m.shape)
+            shape = m.shape
+            key.append(("M", m.dtype, len(shape)))
+            sizes.extend(shape)
 
     def tensor(self, t: Tensor) -> Tensor:
         self.key.append(("T", t.dtype, len(t.shape), t.requires_grad))

@@ -23,7 +23,8 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from ..compiled_runtime import HOST_CALLS, WRITES, picker
+from .. import journal
+from ..compiled_runtime import HOST_CALLS, WRITES, accumulate_grad, picker
 from ..dispatch.dispatcher import OpOverload
 from ..dispatch.keys import TLS, DispatchKey
 from ..fx import GraphModule, Node
@@ -37,6 +38,10 @@ try:  # a lifted Python float must stay weakly typed (x_f32 * s stays f32), as i
 except ImportError:  # pragma: no cover - older/newer jax without the private helper
     def weak_scalar(x: Any) -> Any:
         return x
+
+
+_NO_SCALARS = np.zeros((0,), np.float64)
+_SIZE_MEMO_LIMIT = 64
 
 
 def jax_backend(gm: GraphModule) -> Callable:
@@ -180,6 +185,7 @@ class JaxProgram:
         self.size_steps = [(n, n.args[1], None, (), {}) if n.target is operator.getitem and
                            n.args[0].op == "placeholder" else (n, -1, n.target, n.args, n.kwargs)
                            for n in self.size_order]
+        self._size_memo: dict[tuple, dict[Node, int]] = {}
         self._plan(nodes)
 
     def _plan(self, nodes: list[Node]) -> None:
@@ -221,18 +227,38 @@ class JaxProgram:
     def __call__(self, inputs: list[Tensor], sizes: list[int], scalars: list[float],
                  hooks: list, leaves: list[Tensor]) -> tuple:
         arrays = [t._data for t in inputs]
-        scalar_arr = np.asarray(scalars, dtype=np.float64)
+        scalar_arr = np.asarray(scalars, dtype=np.float64) if scalars else _NO_SCALARS
         places = {"hooks": hooks, "leaves": leaves, "sizes": sizes}
         env: dict[Node, Any] = {n: places[where][i] for n, where, i in self.host_slots}
-        for n, i, target, args, kwargs in self.size_steps:  # plain ints: static in programs
-            env[n] = sizes[i] if target is None else target(*_load(args, env),
-                                                            **_load(kwargs, env))
+        env.update(self._static_sizes(sizes))
+        plain = not TLS.mode_stack  # writes may skip the op layer (no mode to see them)
         for kind, step in self.steps:
             if kind == "segment":
                 step.run(env, arrays, scalar_arr)
             elif kind == "write":  # fn(tensor, grad array): no generic arg loading
                 fn, target, grad = step
-                fn(env[target], _make(env[grad]))
+                leaf = env[target]
+                if plain and fn is accumulate_grad and leaf._grad is None:
+                    journal.record(leaf, "_grad")  # what accumulate_into_grad does here
+                    leaf._grad = _make(env[grad])
+                else:
+                    fn(leaf, _make(env[grad]))
             else:
                 env[step] = _unwrap(step.target(*_wrap(_load(step.args, env))))
-        return _wrap(_load(self.output.args[0], env))
+        out = self.output.args[0]
+        return _wrap(_load(out, env)) if out else ()
+
+    def _static_sizes(self, sizes: list[int]) -> dict[Node, int]:
+        """The size nodes' values (plain ints: static in programs), computed once per
+        distinct ``sizes`` (a training loop repeats the same few)."""
+        key = tuple(sizes)
+        env = self._size_memo.get(key)
+        if env is None:
+            env = {}
+            for n, i, target, args, kwargs in self.size_steps:
+                env[n] = sizes[i] if target is None else target(*_load(args, env),
+                                                                **_load(kwargs, env))
+            if len(self._size_memo) >= _SIZE_MEMO_LIMIT:
+                self._size_memo.clear()
+            self._size_memo[key] = env
+        return env
