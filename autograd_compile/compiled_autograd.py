@@ -224,7 +224,8 @@ class Collected:
         c = cls.__new__(cls)
         c.nodes = [task.root] + walk.nodes[1:]
         c.col, c.hooks, c.plans = walk.col, [], {}
-        c.key = CacheKey(list(walk.key[0]))
+        fastpath.leaf_ids(walk.col)
+        c.key = CacheKey(list(walk.key.items[0]))
         return c
 
     def plan(self, node: Node) -> HookPlan:
@@ -354,9 +355,8 @@ def run_fast(roots: list, grads: list, keep_graph: bool) -> Any:
         return walk
     counters["cache_hits"] += 1
     col = walk.col
-    engine.run_hit(lambda: walk.entry.compiled(col.inputs, col.sizes, col.scalars, [],
-                                               col.leaves),
-                   walk.nodes[1:], keep_graph)
+    engine.run_hit(walk.entry.compiled, (col.inputs, col.sizes, col.scalars, [], col.leaves),
+                   walk.held, keep_graph)
     return True
 
 

@@ -28,11 +28,12 @@ from typing import Any
 
 from .autograd.derivatives import OpNode
 from .autograd.node import AccumulateGrad, GraphRoot, Node, gradient_edge
-from .compiled_nodes import Collector, UsesUnpackHook, memo_of, visit_node
+from .compiled_nodes import CacheKey, Collector, UsesUnpackHook, memo_of, visit_node
 from .tensor import Tensor
 
 EXACT_LIMIT = 64  # exact keys kept (several per cached graph: one per size combination)
-_EXACT: "OrderedDict[tuple, list[Any]]" = OrderedDict()
+_EXACT: "OrderedDict[CacheKey, list[Any]]" = OrderedDict()
+_LAST: list[CacheKey | None] = [None]  # the exact key of the last backward that hit
 
 
 class Walk:
@@ -40,19 +41,11 @@ class Walk:
     reads (``col``), the nodes in discovery order (root first), and the cache entry
     found for the key (None: the general path looks it up or captures)."""
 
-    __slots__ = ("key", "col", "nodes", "entry")
+    __slots__ = ("key", "col", "nodes", "held", "entry")
 
-    def __init__(self, key: tuple, col: Collector, nodes: list[Node]) -> None:
-        self.key, self.col, self.nodes, self.entry = key, col, nodes, None
-
-
-def _hooked(node: Node) -> bool:
-    """``engine._has_hooks`` for the two node types of nearly every graph, inlined."""
-    if type(node) is AccumulateGrad:
-        v = node.variable
-        return bool(v._backward_hooks or v._post_acc_hooks or node._pre_hooks or
-                    node._post_hooks)
-    return bool(node._tensor_hooks or node._retained or node._pre_hooks or node._post_hooks)
+    def __init__(self, key: CacheKey, col: Collector, nodes: list[Node], held: list[Node]
+                 ) -> None:
+        self.key, self.col, self.nodes, self.held, self.entry = key, col, nodes, held, None
 
 
 def collect(roots: list[Tensor], grads: list[Tensor], header: tuple) -> Walk | None:
@@ -62,28 +55,29 @@ def collect(roots: list[Tensor], grads: list[Tensor], header: tuple) -> Walk | N
     are the general cache's key for this graph (see ``Collected.from_walk``)."""
     col = Collector()
     col.no_unpack_hooks = True
+    held: list[Node] = []  # nodes that may hold saved tensors (not accumulators)
     try:
-        nodes = _walk(roots, grads, header, col)
+        nodes = _walk(roots, grads, header, col, held)
     except UsesUnpackHook:
         return None
     if nodes is None:
         return None
-    try:
-        exact = (tuple(col.key), tuple(col.sizes))
-        hash(exact)
-    except TypeError:  # an unhashable constant: the general path handles it
-        return None
-    walk = Walk(exact, col, nodes)
+    items = (tuple(col.key), tuple(col.sizes))
+    last = _LAST[0]
+    # a loop repeats its backward: comparing with the last key spares hashing this one
+    exact = last if last is not None and last.items == items else CacheKey(list(items))
+    walk = Walk(exact, col, nodes, held)
     walk.entry = _find(exact, col.scalars)
     return walk
 
 
-def _walk(roots: list[Tensor], grads: list[Tensor], header: tuple, col: Collector
-          ) -> list[Node] | None:
+def _walk(roots: list[Tensor], grads: list[Tensor], header: tuple, col: Collector,
+          held: list[Node]) -> list[Node] | None:
     """The engine's discovery walk (``engine._dependencies``) visiting each node as it
     is discovered, exactly as ``Collected`` visits them (so the order of runtime inputs,
-    sizes, scalars and leaves is the one the cached program expects)."""
-    key = col.key
+    sizes, scalars and leaves is the one the cached program expects). The hook checks
+    are ``engine._has_hooks``; accumulators (no edges) are visited without a push."""
+    key, sizes, leaves = col.key, col.sizes, col.leaves
     key.append(header)
     key.append((GraphRoot, len(grads)))  # visit_root's items: the root gradients first
     for g in grads:
@@ -91,7 +85,7 @@ def _walk(roots: list[Tensor], grads: list[Tensor], header: tuple, col: Collecto
     nodes: list[Node] = [None]  # type: ignore[list-item]  # the root, made only if needed
     ids: dict[Node, int] = {}
     stack = [(0, [gradient_edge(t) for t in roots])]
-    op_node, accumulate_node = col.op_node, col.accumulate_node
+    op_node = col.op_node
     while stack:
         pid, edges = stack.pop()
         item: list = [pid]  # which node's edges: the walk can be replayed from the key
@@ -101,20 +95,32 @@ def _walk(roots: list[Tensor], grads: list[Tensor], header: tuple, col: Collecto
                 continue
             i = ids.get(nxt)
             if i is None:
-                if _hooked(nxt):
-                    return None
                 i = ids[nxt] = len(nodes)
                 nodes.append(nxt)
-                memo = nxt._ca_memo
                 kind = type(nxt)
-                if memo is None and kind is OpNode:  # first collect: visit live
-                    nxt._ca_memo = 0
-                    op_node(nxt)
-                elif kind is AccumulateGrad:
-                    accumulate_node(nxt)
+                if kind is AccumulateGrad:
+                    v = nxt.variable
+                    if v._backward_hooks or v._post_acc_hooks or nxt._pre_hooks or \
+                            nxt._post_hooks:
+                        return None
+                    # accumulate_node, inlined (one accumulator per leaf: no dedup)
+                    key.append((AccumulateGrad, v.dtype, v._grad is not None))
+                    key.append(("L", len(leaves)))
+                    leaves.append(v)
+                    for m in nxt.input_meta:
+                        key.append(("M", m.dtype, len(m.shape)))
+                        sizes.extend(m.shape)
                 else:
-                    _visit(nxt, col)
-                stack.append((i, nxt.next_edges))
+                    if nxt._tensor_hooks or nxt._retained or nxt._pre_hooks or \
+                            nxt._post_hooks:
+                        return None
+                    held.append(nxt)
+                    if kind is OpNode and nxt._ca_memo is None:  # first collect: live
+                        nxt._ca_memo = 0
+                        op_node(nxt)
+                    else:
+                        _visit(nxt, col)
+                    stack.append((i, nxt.next_edges))
             item.append(i if slot == 0 else (i, slot))
         key.append(tuple(item))
     return nodes
@@ -133,10 +139,17 @@ def _visit(node: Node, col: Collector) -> None:
         visit_node(node, col)
 
 
-def _find(exact: tuple, scalars: list) -> Any:
+def leaf_ids(col: Collector) -> None:
+    """Fill ``col``'s leaf numbering, which the inlined accumulator visit skips (the
+    capture's replay looks leaves up by it)."""
+    col._leaf_ids = {id(t): i for i, t in enumerate(col.leaves)}
+
+
+def _find(exact: CacheKey, scalars: list) -> Any:
     entries = _EXACT.get(exact)
     if entries is None:
         return None
+    _LAST[0] = exact
     for entry in entries:
         if all(scalars[i] == v for i, v in entry.scalar_guards):
             return entry
@@ -159,3 +172,4 @@ def remember(walk: Walk, entry: Any) -> None:
 def forget() -> None:
     """Drop every exact key (the general cache was reset or evicted an entry)."""
     _EXACT.clear()
+    _LAST[0] = None

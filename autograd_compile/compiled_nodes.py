@@ -355,18 +355,22 @@ class Collector:
         self.saved_vars.extend((sv, node, start + k) for k, sv in enumerate(memo.saved))
 
     def saved(self, sv: SavedVariable, node: Node) -> Tensor:
-        if sv.unpack_hook is None and not sv.is_output and not sv.freed and \
-                not UNPACK_OVERRIDE:
-            t = sv.value  # sv.unpack(node), inlined for the common case
-            if t._version != sv.version:
-                t = sv.unpack(node)  # raises PyTorch's error
+        if sv.unpack_hook is None and not sv.freed and not UNPACK_OVERRIDE:
+            # sv.unpack(node), inlined for the common cases
+            t = sv.ref() if sv.is_output else sv.value
+            if t is None or t._version != sv.version:
+                t = sv.unpack(node)  # a dead output rebuilt, or PyTorch's version error
         elif sv.unpack_hook is not None and self.no_unpack_hooks:
             raise UsesUnpackHook
         else:
             t = sv.unpack(node)
-        self.saved_vars.append((sv, node, len(self.inputs)))
+        if not self.no_unpack_hooks:  # the fast path has no hooks: nothing to re-check
+            self.saved_vars.append((sv, node, len(self.inputs)))
         self.inputs.append(t)
-        aval = _aval(t)
+        try:
+            aval = t._data.aval if _AVAL_OK[type(t)] else None
+        except (KeyError, AttributeError):
+            aval = _aval(t)
         if aval is None:
             self.key.append(("T", t.dtype, len(t.shape), t.requires_grad))  # as tensor(t)
             self.sizes.extend(t.shape)

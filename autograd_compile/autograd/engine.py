@@ -164,9 +164,10 @@ def execute(task: GraphTask) -> list[Tensor | None]:
     return task.captured
 
 
-def run_hit(call: Callable[[], Any], executed: list[Node], keep_graph: bool) -> None:
-    """``execute`` for compiled autograd's fast path: ``call`` runs a whole backward
-    (no create_graph) in a journal transaction; saved tensors are freed after."""
+def run_hit(call: Callable[..., Any], args: tuple, executed: list[Node], keep_graph: bool
+            ) -> None:
+    """``execute`` for compiled autograd's fast path: ``call(*args)`` runs a whole
+    backward (no create_graph) in a journal transaction; saved tensors are freed after."""
     prev = STATE.create_graph
     STATE.depth += 1
     try:
@@ -174,7 +175,7 @@ def run_hit(call: Callable[[], Any], executed: list[Node], keep_graph: bool) -> 
             STATE.create_graph = False
             prev_grad, TLS.grad_enabled = TLS.grad_enabled, False
             try:
-                call()
+                call(*args)
             finally:
                 TLS.grad_enabled = prev_grad
     finally:

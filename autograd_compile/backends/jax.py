@@ -40,7 +40,6 @@ except ImportError:  # pragma: no cover - older/newer jax without the private he
         return x
 
 
-_NO_SCALARS = np.zeros((0,), np.float64)
 _SIZE_MEMO_LIMIT = 64
 
 
@@ -187,6 +186,26 @@ class JaxProgram:
                            for n in self.size_order]
         self._size_memo: dict[tuple, dict[Node, int]] = {}
         self._plan(nodes)
+        self.straight = self._straight_plan()
+
+    def _straight_plan(self) -> tuple | None:
+        """(segment, [(write fn, leaf index, output index)]) when the whole backward is
+        one program followed by ``.grad`` writes of its results and returns nothing (a
+        ``backward()`` without Python hooks): then a call needs no node environment."""
+        if self.output.args[0] or not self.steps or self.steps[0][0] != "segment":
+            return None
+        seg = self.steps[0][1]
+        if seg.ext:
+            return None
+        writes = []
+        for kind, step in self.steps[1:]:
+            if kind != "write":
+                return None
+            fn, target, grad = step
+            if target.args[0].target != "leaves" or grad not in seg.outs:
+                return None
+            writes.append((fn, target.args[1], seg.outs.index(grad)))
+        return seg, writes
 
     def _plan(self, nodes: list[Node]) -> None:
         """Order-preserving schedule: host calls and writes keep their graph order; each
@@ -226,8 +245,11 @@ class JaxProgram:
 
     def __call__(self, inputs: list[Tensor], sizes: list[int], scalars: list[float],
                  hooks: list, leaves: list[Tensor]) -> tuple:
+        if self.straight is not None:
+            return self._run_straight(inputs, sizes, scalars, leaves)
         arrays = [t._data for t in inputs]
-        scalar_arr = np.asarray(scalars, dtype=np.float64) if scalars else _NO_SCALARS
+        # no scalars: None (an empty pytree) spares a host-to-device copy per call
+        scalar_arr = np.asarray(scalars, dtype=np.float64) if scalars else None
         places = {"hooks": hooks, "leaves": leaves, "sizes": sizes}
         env: dict[Node, Any] = {n: places[where][i] for n, where, i in self.host_slots}
         env.update(self._static_sizes(sizes))
@@ -247,6 +269,23 @@ class JaxProgram:
                 env[step] = _unwrap(step.target(*_wrap(_load(step.args, env))))
         out = self.output.args[0]
         return _wrap(_load(out, env)) if out else ()
+
+    def _run_straight(self, inputs: list[Tensor], sizes: list[int], scalars: list[float],
+                      leaves: list[Tensor]) -> tuple:
+        """``__call__`` for a straight plan: the program, then the writes."""
+        seg, writes = self.straight
+        static = seg.static_of(self._static_sizes(sizes))
+        out = seg.fn((), tuple([inputs[i]._data for i in seg.input_ids]),
+                     np.asarray(scalars, dtype=np.float64) if scalars else None, static)
+        plain = not TLS.mode_stack
+        for fn, leaf_i, out_i in writes:
+            leaf = leaves[leaf_i]
+            if plain and fn is accumulate_grad and leaf._grad is None:
+                journal.record(leaf, "_grad")  # what accumulate_into_grad does here
+                leaf._grad = _make(out[out_i])
+            else:
+                fn(leaf, _make(out[out_i]))
+        return ()
 
     def _static_sizes(self, sizes: list[int]) -> dict[Node, int]:
         """The size nodes' values (plain ints: static in programs), computed once per
