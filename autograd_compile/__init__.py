@@ -38,6 +38,8 @@ int, float = int32, float32  # noqa: A001,F405  (PyTorch's aliases; here, not in
 
 from . import nn, optim, utils  # noqa: E402
 from . import backends, compiled_autograd  # noqa: E402
+from ._flags import *  # noqa: E402,F401,F403
+from ._types import Size, finfo, iinfo  # noqa: E402,F401
 from . import distributed  # noqa: E402
 from .nn import parallel as _nn_parallel  # noqa: E402,F401  (acg.nn.parallel)
 from .proxy_tensor import make_fx  # noqa: E402

@@ -32,6 +32,11 @@ def get_device_name(device: Any = None) -> str:
     return to_jax("cuda" if device is None else device).device_kind
 
 
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """True on a GPU (XLA runs bfloat16 on every GPU it supports); False without one."""
+    return is_available()
+
+
 def manual_seed(seed: int) -> None:
     """Seed the random state (one generator serves every device, as ``acg.manual_seed``)."""
     from .kernels.api import manual_seed as _seed
@@ -49,5 +54,5 @@ def synchronize(device: Any = None) -> None:
             a.block_until_ready()
 
 
-__all__ = ["is_available", "device_count", "current_device", "get_device_name", "manual_seed",
+__all__ = ["is_available", "is_bf16_supported", "device_count", "current_device", "get_device_name", "manual_seed",
            "manual_seed_all", "synchronize"]

@@ -106,21 +106,60 @@ def _fmt(expr: sympy.Basic) -> str:
     return sympy.sstr(expr)
 
 
-# For ``lhs op rhs``: (property of lhs - rhs proving it, property disproving it).
-_SIGN_FACTS: dict[str, tuple[str, str]] = {
-    ">": ("is_positive", "is_nonpositive"), ">=": ("is_nonnegative", "is_negative"),
-    "<": ("is_negative", "is_nonnegative"), "<=": ("is_nonpositive", "is_positive"),
-    "==": ("is_zero", "is_nonzero"), "!=": ("is_nonzero", "is_zero"),
+# For ``lhs op rhs``: the sign classes of ``lhs - rhs`` proving it / disproving it.
+# Classes: "pos" (> 0), "nonneg" (>= 0), "neg" (< 0), "nonpos" (<= 0), "zero" (== 0).
+_SIGN_FACTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    ">": (frozenset({"pos"}), frozenset({"nonpos", "neg", "zero"})),
+    ">=": (frozenset({"pos", "nonneg", "zero"}), frozenset({"neg"})),
+    "<": (frozenset({"neg"}), frozenset({"nonneg", "pos", "zero"})),
+    "<=": (frozenset({"neg", "nonpos", "zero"}), frozenset({"pos"})),
+    "==": (frozenset({"zero"}), frozenset({"pos", "neg"})),
+    "!=": (frozenset({"pos", "neg"}), frozenset({"zero"})),
 }
 
 
-def _sign_decides(rel: sympy.core.relational.Relational) -> bool | None:
-    """Decide ``rel`` from the sign of ``lhs - rhs`` (expanded over t >= 0)."""
-    diff = sympy.expand(rel.lhs - rel.rhs)  # e.g. t0*t1 + 2*t0 + t1 + 2: positive
-    proves, disproves = _SIGN_FACTS[rel.rel_op]
-    if getattr(diff, proves):
-        return True
-    return False if getattr(diff, disproves) else None
+def _poly_sign(diff: sympy.Expr, dummies: frozenset) -> str | None:
+    """Sign class of an expanded polynomial in variables that are all ``>= 0``.
+
+    Every monomial is then ``>= 0``, so coefficients of one sign decide it (the
+    constant term is the value at 0). A cheap stand-in for sympy's assumption
+    system (``is_positive`` on a sum takes ~20 ms); mixed signs stay unknown.
+
+    >>> t = sympy.Dummy("t", nonnegative=True)
+    >>> _poly_sign(sympy.expand((t + 2) * (t + 3) - 6), frozenset({t}))
+    'nonneg'
+    """
+    if diff.is_Number:
+        return "zero" if diff == 0 else "pos" if diff > 0 else "neg"
+    if not diff.free_symbols <= dummies:
+        return None
+    terms = diff.as_coefficients_dict()
+    const = terms.get(sympy.S.One, 0)
+    coeffs = [c for m, c in terms.items() if m is not sympy.S.One]
+    if not all(c.is_Rational for c in coeffs) or not _monomials(terms):
+        return None
+    if all(c >= 0 for c in coeffs):
+        return "pos" if const > 0 else "nonneg" if const == 0 else None
+    if all(c <= 0 for c in coeffs):
+        return "neg" if const < 0 else "nonpos" if const == 0 else None
+    return None
+
+
+def _monomials(terms: dict) -> bool:
+    """Every key a product of variables to non-negative integer powers."""
+    for m in terms:
+        for f in sympy.Mul.make_args(m):
+            base, exp = f.as_base_exp()
+            if not (base.is_Symbol or base is sympy.S.One) or not (exp.is_Integer and exp >= 0):
+                return False
+    return True
+
+
+_OPAQUE = (sympy.floor, sympy.ceiling, sympy.Mod, sympy.Max, sympy.Min, sympy.Abs)
+# statically_known results shared by every ShapeEnv: a proof depends only on the
+# condition and its symbols' lower bounds (symbols of equal name are equal in sympy)
+_PROOFS: dict[tuple, bool | None] = {}
+_PROOFS_MAX = 8192
 
 
 def _holds(cond: Boolean, subs: dict[sympy.Symbol, sympy.Integer]) -> bool:
@@ -247,17 +286,46 @@ class ShapeEnv:
         return self._static_cache[cond]
 
     def _prove(self, cond: Boolean) -> bool | None:
-        shifted = cond.xreplace(self._shift)  # rebuilding re-evaluates relations
-        if isinstance(shifted, BooleanAtom):
-            return bool(shifted)
-        if isinstance(shifted, sympy.core.relational.Relational):
-            known = _sign_decides(shifted)
-            if known is not None:
-                return known
-            if (shifted.lhs - shifted.rhs).is_polynomial():
-                return None  # a polynomial's sign was all simplify could use; it is mixed
-        simplified = sympy.simplify(shifted)  # floor/Mod/division: slow, rarely needed
-        return bool(simplified) if isinstance(simplified, BooleanAtom) else None
+        """Decide ``cond`` for all sizes, cheaply: relations between polynomials by the
+        signs of their coefficients. floor/Mod/Max... are not simplified (sympy's
+        ``simplify`` takes up to a second per fact and nearly always gives up): the
+        caller guards on their value at the hints instead, which is always sound."""
+        if cond.has(*_OPAQUE):
+            return None
+        key = (cond, tuple(sorted((str(s), self.var_to_lower.get(s)) for s in
+                                  cond.free_symbols)))
+        if key not in _PROOFS:
+            if len(_PROOFS) >= _PROOFS_MAX:
+                _PROOFS.clear()
+            _PROOFS[key] = self._prove_polynomial(cond)
+        return _PROOFS[key]
+
+    def _prove_polynomial(self, cond: Boolean) -> bool | None:
+        if isinstance(cond, (sympy.And, sympy.Or, sympy.Not)):
+            return self._prove_logical(cond)
+        if not isinstance(cond, sympy.core.relational.Relational):
+            return None
+        # lhs - rhs with s = lower + t (t >= 0); never rebuilt as a relation, whose
+        # construction would ask sympy's (slow) assumption system about it
+        diff = sympy.expand((cond.lhs - cond.rhs).xreplace(self._shift))
+        dummies = frozenset(self._shift[s].free_symbols.pop() for s in cond.free_symbols
+                            if s in self._shift)
+        sign = _poly_sign(diff, dummies)
+        if sign is None:
+            return None
+        proves, disproves = _SIGN_FACTS[cond.rel_op]
+        return True if sign in proves else False if sign in disproves else None
+
+    def _prove_logical(self, cond: Boolean) -> bool | None:
+        """And/Or/Not from their parts (an unknown part leaves the whole unknown unless
+        another part settles it)."""
+        parts = [self.statically_known(a) for a in cond.args]
+        if isinstance(cond, sympy.Not):
+            return None if parts[0] is None else not parts[0]
+        settles = isinstance(cond, sympy.Or)  # a True settles Or, a False settles And
+        if settles in parts:
+            return settles
+        return (not settles) if None not in parts else None
 
     def evaluate_expr(self, expr: sympy.Basic | bool | int) -> bool | int | float:
         """Decide ``expr`` at the hints and record a guard on the decision.

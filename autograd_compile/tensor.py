@@ -313,12 +313,22 @@ class Tensor:
 
     def __repr__(self) -> str:
         body = np.array2string(np.asarray(self._data), separator=", ", prefix="tensor(")
-        extra = f", dtype={self.dtype}" if self.dtype != jnp.float32 else ""
+        # as PyTorch: the dtype is shown unless it is the default float, int64 or bool
+        implied = self.dtype in (_default_float(), _INT64, _BOOL)
+        extra = "" if implied else f", dtype={self.dtype}"
         if self.grad_fn is not None:
             extra += f", grad_fn=<{self.grad_fn.name()}>"
         elif self._requires_grad:
             extra += ", requires_grad=True"
         return f"tensor({body}{extra})"
+
+
+_INT64, _BOOL = np.dtype("int64"), np.dtype("bool")
+
+
+def _default_float() -> Any:
+    from .kernels._dtypes import default_float  # kernels import this module: import late
+    return default_float()
 
 
 def _init(t: Tensor, array: Any) -> None:

@@ -19,9 +19,23 @@ import numpy as np
 
 from autograd_compile.symbolic_shapes import SymBool, SymFloat, SymInt
 
-DEFAULT_FLOAT = np.dtype("float32")
+FLOAT32 = np.dtype("float32")  # the floor statistics are computed in (layer_norm, softmax...)
 DEFAULT_INT = np.dtype("int64")
 BOOL = np.dtype("bool")
+_DEFAULT_FLOAT = [FLOAT32]  # acg.set_default_dtype changes it (a list: one shared cell)
+
+
+def default_float() -> np.dtype:
+    """The dtype Python floats and float factories get (``acg.get_default_dtype()``)."""
+    return _DEFAULT_FLOAT[0]
+
+
+def set_default_float(dtype: Any) -> None:
+    d = as_dtype(dtype)
+    if d is None or category(d) != 2:
+        raise TypeError(f"only floating-point types are supported as the default type, got "
+                        f"{dtype}")
+    _DEFAULT_FLOAT[0] = d
 
 
 def as_dtype(dtype: Any) -> np.dtype | None:
@@ -41,7 +55,7 @@ def is_float(dtype: Any) -> bool:
 
 def to_float(dtype: Any) -> np.dtype:
     """The dtype a float-valued op (exp, div, mean...) computes in."""
-    return np.dtype(dtype) if is_float(dtype) else DEFAULT_FLOAT
+    return np.dtype(dtype) if is_float(dtype) else default_float()
 
 
 def is_weak(value: Any) -> builtins.bool:
@@ -52,7 +66,7 @@ def is_weak(value: Any) -> builtins.bool:
 def scalar_dtype(value: Any) -> np.dtype:
     """The dtype PyTorch gives a Python number (bool, int64, default float)."""
     if is_weak(value):
-        return {0: BOOL, 1: DEFAULT_INT, 2: DEFAULT_FLOAT}.get(category(value.dtype),
+        return {0: BOOL, 1: DEFAULT_INT, 2: default_float()}.get(category(value.dtype),
                                                               np.dtype("complex64"))
     if isinstance(value, (builtins.bool, np.bool_, SymBool)):
         return BOOL
@@ -61,7 +75,7 @@ def scalar_dtype(value: Any) -> np.dtype:
     if isinstance(value, (complex, np.complexfloating)):
         return np.dtype("complex64")
     if isinstance(value, (float, np.floating, SymFloat)):
-        return DEFAULT_FLOAT
+        return default_float()
     raise TypeError(f"expected a tensor or a number, got {type(value).__name__}")
 
 

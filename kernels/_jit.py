@@ -63,6 +63,15 @@ def _arrays_only(v: Any) -> bool:
     return isinstance(v, jax.Array)
 
 
+_ALL_PROGRAMS: list[dict] = []  # every kernel's program cache, so a default change clears them
+
+
+def clear_programs() -> None:
+    """Forget every compiled kernel program (after ``set_default_dtype``)."""
+    for programs in _ALL_PROGRAMS:
+        programs.clear()
+
+
 def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
            dynamic: Iterable[str] = (), pre: Callable | None = None,
            check: Callable | None = None) -> Callable:
@@ -84,6 +93,7 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
                                        in zip(schema.arguments, traced) if t)
     name = schema.qualified_name.split("::")[-1].replace(".", "_")
     programs: dict[tuple, tuple[Callable, bool]] = {}  # per set of static values
+    _ALL_PROGRAMS.append(programs)
 
     def checked(*pos: Any, **kw: Any) -> Any:
         check(*pos, **kw)

@@ -120,6 +120,25 @@ def _bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
     return S.copy_(self, draws)
 
 
+# ``Tensor.type()``'s legacy names, which programs compare against
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+               "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+               "bool": "BoolTensor"}
+_TYPE_DTYPES = {name: dtype for dtype, name in _TYPE_NAMES.items()}
+
+
+def _type(self: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+    """No argument: the legacy type name ("torch.FloatTensor", "torch.cuda.LongTensor");
+    a dtype or such a name: the tensor cast to it."""
+    if dtype is None:
+        cuda = ".cuda" if self.device.type == "cuda" else ""
+        return f"torch{cuda}.{_TYPE_NAMES.get(str(self.dtype), 'Tensor')}"
+    if isinstance(dtype, str) and dtype.rsplit(".", 1)[-1] in _TYPE_DTYPES:
+        dtype = _TYPE_DTYPES[dtype.rsplit(".", 1)[-1]]
+    return to(self, dtype=dtype)
+
+
 def _shape_args(args: tuple) -> list:
     """``x.view(2, 3)`` and ``x.view((2, 3))`` both mean [2, 3]."""
     return A._sizes(args)
@@ -138,6 +157,9 @@ def _methods() -> dict[str, Any]:
         "permute": lambda self, *dims: A.permute(self, _shape_args(dims)),
         "sum_to_size": lambda self, *size: S.sum_to_size(self, _shape_args(size)),
         "contiguous": lambda self, *a, **k: self,  # always contiguous
+        "pin_memory": lambda self, *a, **k: self,  # JAX stages host-to-device copies itself
+        "is_pinned": lambda self, *a, **k: False,
+        "type": _type,
         "is_contiguous": lambda self, *a, **k: True,
         "where": lambda self, condition, other: E.where(condition, self, other),
         "type_as": lambda self, other: to(self, other.dtype),

@@ -35,7 +35,8 @@ from . import linalg as L
 from . import nn as N
 from . import reductions as R
 from . import shape as S
-from ._dtypes import DEFAULT_FLOAT, DEFAULT_INT, as_dtype, is_float, result_type
+from ._dtypes import DEFAULT_INT, as_dtype, default_float, is_float, result_type, set_default_float
+from ._jit import clear_programs
 from ._shapes import numel as _numel
 from ._shapes import shapes_equal, wrap_dim
 from .views import as_shape_of, view_of
@@ -89,7 +90,7 @@ def _operand(v: Any) -> Any:
 # -- creation --------------------------------------------------------------------------------
 def _plain_dtype(a: np.ndarray) -> np.dtype:
     """Python data: floats become float32 (the default), ints int64, bools bool."""
-    return DEFAULT_FLOAT if a.dtype.kind == "f" else DEFAULT_INT if a.dtype.kind in "iu" \
+    return default_float() if a.dtype.kind == "f" else DEFAULT_INT if a.dtype.kind in "iu" \
         else a.dtype
 
 
@@ -710,7 +711,26 @@ def numel(input: Tensor) -> int:
 
 
 def get_default_dtype() -> np.dtype:
-    return DEFAULT_FLOAT
+    """The dtype Python floats and float factories get (float32 unless set).
+
+    >>> import autograd_compile as acg
+    >>> acg.get_default_dtype()
+    dtype('float32')
+    """
+    return default_float()
+
+
+def set_default_dtype(d: Any) -> None:
+    """Make ``d`` (a floating dtype) the default of float factories and Python floats, as
+    ``torch.set_default_dtype``; call it before building tensors, as PyTorch programs do.
+
+    >>> import autograd_compile as acg
+    >>> acg.set_default_dtype(acg.float64); acg.tensor([1.5]).dtype, acg.ones(2).dtype
+    (dtype('float64'), dtype('float64'))
+    >>> acg.set_default_dtype(acg.float32)
+    """
+    set_default_float(d)
+    clear_programs()  # kernels traced with the old default baked it in
 
 
 from ._methods import install_tensor_methods  # noqa: E402,F401  (needs the functions above)
@@ -725,7 +745,7 @@ bool = jnp.bool_  # noqa: A001
 __all__ = [
     # dtypes
     "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8",
-    "complex64", "half", "double", "long", "bool", "get_default_dtype",
+    "complex64", "half", "double", "long", "bool", "get_default_dtype", "set_default_dtype",
     # creation
     "tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
     "empty_like", "full_like", "arange", "eye", "manual_seed", "initial_seed", "rand", "randn",

@@ -18,7 +18,7 @@ import numpy as np
 from autograd_compile.fake import TensorMeta
 
 from ._defop import defop, reduce_grad
-from ._dtypes import BOOL, DEFAULT_FLOAT, category, is_float, promote
+from ._dtypes import BOOL, FLOAT32, category, is_float, promote
 from ._shapes import broadcast_shapes, shapes_equal
 from .elementwise import ne, wants
 from .factories import zeros
@@ -55,11 +55,11 @@ def _sdpa_rule(q: Any, k: Any, v: Any, mask: Any = None, rng: Any = None,
                                f"{list(mask.shape)} does not broadcast to the attention scores' "
                                f"shape {list(scores)}")
     return (TensorMeta(batch + (q.shape[-2], v.shape[-1]), q.dtype),
-            TensorMeta(batch + (q.shape[-2],), promote(q.dtype, DEFAULT_FLOAT)))
+            TensorMeta(batch + (q.shape[-2],), promote(q.dtype, FLOAT32)))
 
 
 def _compute_dtype(q: Any) -> Any:
-    return promote(q.dtype, DEFAULT_FLOAT)  # scores and softmax in at least float32
+    return promote(q.dtype, FLOAT32)  # scores and softmax in at least float32
 
 
 def _scores(q: Any, k: Any, mask: Any, is_causal: bool, scale: Any) -> Any:

@@ -18,11 +18,13 @@ from autograd_compile.fake import TensorMeta
 from autograd_compile.symbolic_shapes import SymFloat
 
 from ._defop import NONDIFF, defop, same_shape
-from ._dtypes import DEFAULT_FLOAT, DEFAULT_INT, as_dtype, scalar_dtype
+from ._dtypes import DEFAULT_INT, as_dtype, default_float, scalar_dtype
 
 
-def _dtype(dtype: Any, default: np.dtype = DEFAULT_FLOAT) -> np.dtype:
-    return as_dtype(dtype) if dtype is not None else default
+def _dtype(dtype: Any, default: np.dtype | None = None) -> np.dtype:
+    if dtype is not None:
+        return as_dtype(dtype)
+    return default_float() if default is None else default
 
 
 def _sized(size: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> TensorMeta:
@@ -71,7 +73,7 @@ def _arange_dtype(start: Any, end: Any, step: Any, dtype: Any) -> np.dtype:
     if dtype is not None:
         return as_dtype(dtype)
     floats = any(isinstance(v, (float, np.floating, SymFloat)) for v in (start, end, step))
-    return DEFAULT_FLOAT if floats else DEFAULT_INT
+    return default_float() if floats else DEFAULT_INT
 
 
 def _arange_rule(start: Any, end: Any, step: Any = 1, *, dtype: Any = None) -> TensorMeta:

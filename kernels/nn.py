@@ -17,7 +17,7 @@ import numpy as np
 from autograd_compile.fake import TensorMeta
 
 from ._defop import defop, reduce_grad
-from ._dtypes import DEFAULT_FLOAT, as_dtype, category, is_float, promote, to_float
+from ._dtypes import FLOAT32, as_dtype, category, is_float, promote, to_float
 from ._shapes import broadcast_shapes, numel, shapes_equal, wrap_dim
 from .elementwise import ne, wants, where
 from .factories import zeros_like
@@ -119,7 +119,7 @@ def _ln_rule(x: Any, shape: Any, w: Any = None, b: Any = None, eps: float = 1e-5
 
 def _layer_norm(x: Any, shape: Any, w: Any = None, b: Any = None, eps: float = 1e-5) -> Any:
     dims = _ln_dims(x, shape)
-    xf = x.astype(promote(x.dtype, DEFAULT_FLOAT))  # statistics in >= float32
+    xf = x.astype(promote(x.dtype, FLOAT32))  # statistics in >= float32
     mu = jnp.mean(xf, dims, keepdims=True)
     var = jnp.mean(jnp.square(xf - mu), dims, keepdims=True)
     y = ((xf - mu) * jax.lax.rsqrt(var + eps)).astype(x.dtype)
@@ -157,7 +157,7 @@ def _rms_eps(x: Any, eps: float | None) -> float:
 
 def _rms_norm(x: Any, shape: Any, w: Any = None, eps: float | None = None) -> Any:
     dims = _ln_dims(x, shape)
-    xf = x.astype(promote(x.dtype, DEFAULT_FLOAT))  # statistics in >= float32
+    xf = x.astype(promote(x.dtype, FLOAT32))  # statistics in >= float32
     ms = jnp.mean(jnp.square(xf), dims, keepdims=True)
     y = (xf * jax.lax.rsqrt(ms + _rms_eps(x, eps))).astype(x.dtype)
     return y if w is None else y * w
@@ -334,7 +334,7 @@ def _bn_rule(x: Any, w: Any, b: Any, rm: Any, rv: Any, training: bool, momentum:
     if not training and (rm is None or rv is None):
         raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
                            "evaluation mode")
-    stat = TensorMeta((c,), promote(x.dtype, DEFAULT_FLOAT))
+    stat = TensorMeta((c,), promote(x.dtype, FLOAT32))
     return TensorMeta(tuple(x.shape), x.dtype), stat, stat
 
 
@@ -345,7 +345,7 @@ def _bn_dims(x: Any) -> tuple[int, ...]:
 def _batch_norm(x: Any, w: Any, b: Any, rm: Any, rv: Any, training: bool, momentum: float,
                 eps: float) -> tuple:
     """Normalised output and the statistics used: the batch's (biased var) when training."""
-    xf = x.astype(promote(x.dtype, DEFAULT_FLOAT))  # statistics in >= float32
+    xf = x.astype(promote(x.dtype, FLOAT32))  # statistics in >= float32
     c = (1, -1) + (1,) * (x.ndim - 2)
     if training:
         mean = jnp.mean(xf, _bn_dims(x))

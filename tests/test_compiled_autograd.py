@@ -36,9 +36,14 @@ def loss_of(x, w1, w2, scale=1.0):
     return (((x @ w1).tanh() @ w2) ** 2).mean() * scale
 
 
+@jax.jit  # one XLA compile per shape rather than one per primitive
+def _jax_grads(x, w1, w2, scale):
+    f = lambda w1, w2: (jnp.tanh(x @ w1) @ w2).__pow__(2).mean() * scale
+    return jax.grad(f, (0, 1))(w1, w2)
+
+
 def jax_grads(x, w1, w2, scale=1.0):
-    f = lambda w1, w2: (jnp.tanh(x.numpy() @ w1) @ w2).__pow__(2).mean() * scale
-    return jax.grad(f, (0, 1))(w1.numpy(), w2.numpy())
+    return _jax_grads(x.numpy(), w1.numpy(), w2.numpy(), scale)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -54,15 +59,15 @@ def test_gradients_match_jax(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_one_capture_serves_every_batch_size(backend):
-    for batch in range(10, 91, 10):
+    for batch in range(10, 91, 20):  # each new shape compiles eager kernels again: 5 sizes
         x, w1, w2 = mlp(batch, seed=batch)
         with ca.enable(backend):
             loss_of(x, w1, w2).backward()
         g1, _ = jax_grads(x, w1, w2)
         assert_close(w1.grad, g1, rtol=1e-5, atol=1e-6)
-    assert ca.counters["captures"] == 1 and ca.counters["cache_hits"] == 8
+    assert ca.counters["captures"] == 1 and ca.counters["cache_hits"] == 4
     if backend == "jax":
-        assert ca.counters["compiles"] == 9  # XLA still builds one program per shape
+        assert ca.counters["compiles"] == 5  # XLA still builds one program per shape
 
 
 def test_fresh_parameters_same_shapes_reuse_the_capture():

@@ -61,13 +61,14 @@ def test_gpt_sampling_top_k_one_is_greedy():
     result = _eager("gpt")
     model, data = result["model"].eval(), result["data"]
     acg.manual_seed(0)
-    text = gpt.sample(model, data, "The ", n=12, top_k=1)
+    # every new sequence length compiles each eager kernel again: keep the generations short
+    text = gpt.sample(model, data, "The ", n=5, top_k=1)
     idx = data.encode("The ")
     with acg.no_grad():  # greedy decoding by hand: argmax of the last position's logits
-        for _ in range(12):
+        for _ in range(5):
             logits, _ = model(acg.tensor([idx[-model.config.block_size:]]))
             idx.append(int(np.argmax(logits.numpy()[0, -1])))
     assert text == data.decode(idx)
     acg.manual_seed(1)
-    sampled = gpt.sample(model, data, "The ", n=30, temperature=1.5, top_k=5)
-    assert sampled.startswith("The ") and len(sampled) == 34 and set(sampled) <= set(data.chars)
+    sampled = gpt.sample(model, data, "The ", n=8, temperature=1.5, top_k=5)
+    assert sampled.startswith("The ") and len(sampled) == 12 and set(sampled) <= set(data.chars)

@@ -323,6 +323,58 @@ def test_evaluate_expr_size_hint_and_simplify() -> None:
         env.evaluate_expr(sympy.Symbol("other") > 3)
 
 
+POLY_TREES = st.recursive(st.sampled_from(["a", "b"]) | st.integers(-6, 6),
+                          lambda kids: st.tuples(st.sampled_from("+-*"), kids, kids),
+                          max_leaves=6)
+GRID = [(x, y) for x in range(2, 9) for y in range(2, 9)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(tree=POLY_TREES, k=st.integers(-20, 40), rel=st.sampled_from(["<", "<=", "==", "!="]))
+def test_statically_known_agrees_with_brute_force(tree: Any, k: int, rel: str) -> None:
+    """A fact proved (or refuted) for all sizes holds (or fails) at every size >= 2."""
+    env, a, b = two_sizes()
+    lhs = evaluate(tree, a, b, sym_max, sym_min)
+    assume(is_symbolic(lhs))
+    cond = {"<": sympy.Lt, "<=": sympy.Le, "==": sympy.Eq, "!=": sympy.Ne}[rel](
+        lhs.node.expr, k)
+    known = env.statically_known(cond)
+    truth = {cond.xreplace({env.symbols[0]: x, env.symbols[1]: y}) == sympy.true
+             for x, y in GRID}
+    if known is not None:
+        assert truth == {known}
+
+
+def test_polynomial_facts_proved_by_coefficient_signs() -> None:
+    env, a, b = two_sizes()
+    assert bool(a * a - 4 * a + 4 >= 0) and bool(a * b - a - b >= 0)  # t0**2 >= 0; t0*t1 + ...
+    assert not bool(a * b + 1 < 2 * a) and env.guards == []
+    assert bool(a * b > a + b)  # false at a = b = 2: guarded, not proved
+    assert env.format_guards() == ["s0*s1 > s0 + s1"]
+    assert env.statically_known((a > 1).node.expr & (b > 1).node.expr) is True
+    assert env.statically_known((a > 1).node.expr & (b > 5).node.expr) is None
+    assert env.statically_known((a > 5).node.expr | (b >= 2).node.expr) is True
+
+
+def test_floor_and_mod_facts_are_guarded_not_simplified() -> None:
+    env, a, b = two_sizes(12, 4)
+    rem = (3 * a * b) % (2 * b)
+    assert env.statically_known(sympy.Ne(rem.node.expr, 0)) is None
+    assert not bool(rem != 0)
+    assert len(env.guards) == 1  # s1*Mod(3*s0, 2) == 0: sympy normalises the Mod
+    assert env.check_guards([8, 5]) and not env.check_guards([7, 5])  # 3*7*5 % 10 = 5
+
+
+def test_proofs_shared_across_envs_respect_lower_bounds() -> None:
+    """Symbols of equal name in two envs may have different lower bounds."""
+    sized, plain_env = ShapeEnv(), ShapeEnv()
+    s_sized, s_plain = sized.create_symint(5), plain_env.create_symbol(5)  # both "s0"
+    assert sized.statically_known(s_sized.node.expr >= 2) is True
+    assert plain_env.statically_known(s_plain >= 2) is None
+    assert ShapeEnv().create_symint(3) is not None and sized.statically_known(
+        s_sized.node.expr >= 2) is True
+
+
 # --------------------------------------------------------------------------- #
 # Helpers, hashing
 # --------------------------------------------------------------------------- #

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from . import cuda, cudnn, mps  # PyTorch's torch.backends.* switches
 from .eager import eager
 from .jax import jax_backend
 
