@@ -188,7 +188,7 @@ class Collected:
         self.nodes = _ordered_nodes(task)
         ids = {n: i for i, n in enumerate(self.nodes)}
         col = self.col = Collector()
-        self.hooks: list[Callable] = []
+        self.hooks: list = col.opaque  # hooks, and saved tensors unpacked where nodes run
         # each compiler compiles its own graphs
         col.const((compiler_fn, task.create_graph, task.accumulate, TLS.grad_enabled))
         self.plans: dict[Node, HookPlan] = {}  # nodes with hooks only
@@ -223,7 +223,7 @@ class Collected:
         the same visits in the same order, so nothing is unpacked twice."""
         c = cls.__new__(cls)
         c.nodes = [task.root] + walk.nodes[1:]
-        c.col, c.hooks, c.plans = walk.col, [], {}
+        c.col, c.hooks, c.plans = walk.col, walk.col.opaque, {}
         fastpath.leaf_ids(walk.col)
         c.key = CacheKey(list(walk.key.items[0]))
         return c

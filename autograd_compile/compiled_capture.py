@@ -26,7 +26,7 @@ from .autograd.saved import UNPACK_OVERRIDE, SavedVariable
 from .compiled_nodes import Collector, NotCapturable, visit_node
 from .compiled_runtime import (accumulate_grad, call_post_acc_hook, call_post_hook,
                                call_pre_hook, call_stolen_post_hook, call_tensor_pre_hook,
-                               picker, retain_grad)
+                               call_unpack_hook, picker, retain_grad)
 from .dispatch.keys import TLS
 from .fake import FakeTensor, FakeTensorMode
 from .fx import GraphModule, Proxy
@@ -146,7 +146,12 @@ class Replayer(Collector):
         return fake
 
     def saved(self, sv: SavedVariable, node: Node) -> FakeTensor:
-        fake = self.tensor(None)
+        if sv.unpack_hook is not None:  # unpacked by a graph call when its node runs
+            shape, dtype = sv.meta
+            fake = FakeTensor(tuple(self._next_sizes(len(shape))), dtype, self.aci.fake_mode)
+            self.aci.unpack_later.setdefault(node, []).append((fake, self.real.unpack_at[id(sv)]))
+        else:
+            fake = self.tensor(None)
         UNPACK_OVERRIDE[id(sv)] = fake  # a custom Function's ctx.saved_tensors finds it
         return fake
 
@@ -180,6 +185,8 @@ class AutogradCompilerInstance:
         self.lifted: list[LiftedScalar] = []
         self.scalar_guards: list[tuple[int, float]] = []
         self._getitems: dict[tuple[str, int], Proxy] = {}
+        # per node: (fake, index in ``hooks``) of saved tensors whose unpack hook runs there
+        self.unpack_later: dict[Node, list[tuple[FakeTensor, int]]] = {}
 
     # -- inputs --------------------------------------------------------------------------
     def begin_capture(self, inputs: list[Tensor], sizes: list[int], scalars: list[float]
@@ -261,6 +268,13 @@ class AutogradCompilerInstance:
     def write(self, fn: Callable, leaf: int, g: Tensor) -> None:
         self._call(fn, self._item("leaves", leaf), self._p(g))
 
+    def unpack_saved(self, node: Node) -> None:
+        """The node's saved tensors with unpack hooks: the hook calls go here, just before
+        the node's formula (after its hooks), once per saved tensor, as in eager."""
+        for fake, i in self.unpack_later.pop(node, ()):
+            track_tensor_tree(fake, self._call(call_unpack_hook, self._item("hooks", i)),
+                              self.tracer)
+
     # -- the walk ------------------------------------------------------------------------
     def capture_node(self, task: GraphTask, node: Node, grads: list) -> list | None:
         """The engine's call_node, recording hooks and running formulas on fakes."""
@@ -280,6 +294,7 @@ class AutogradCompilerInstance:
         if grads and all(g is None for g in grads):
             outs: list = [None] * len(node.next_edges)
         else:
+            self.unpack_saved(node)
             outs = self.apply_node(node, self.replayed[node], grads, plan)
         stolen = self._stolen_leaf(task, node, grads)
         for ref in plan.post:

@@ -339,7 +339,10 @@ class Collector:
         self._leaf_ids: dict[int, int] = {}
         # (saved variable, its node, its index in inputs): re-checked after hooks ran
         self.saved_vars: list[tuple[SavedVariable, Node, int]] = []
-        self.no_unpack_hooks = False  # the fast path stops before calling any unpack hook
+        # the graph's ``hooks`` input: hooks, and (saved, node) pairs to unpack at run time
+        self.opaque: list = []
+        self.unpack_at: dict[int, int] = {}  # id(saved variable) -> its index in opaque
+        self.no_unpack_hooks = False  # the fast path hands unpack-hooked graphs over
 
     def const(self, value: Any) -> Any:
         self.key.append(value)  # hashability is checked once, by CacheKey
@@ -354,14 +357,15 @@ class Collector:
         self.inputs.extend(sv.unpack(node) for sv in memo.saved)
         self.saved_vars.extend((sv, node, start + k) for k, sv in enumerate(memo.saved))
 
-    def saved(self, sv: SavedVariable, node: Node) -> Tensor:
-        if sv.unpack_hook is None and not sv.freed and not UNPACK_OVERRIDE:
-            # sv.unpack(node), inlined for the common cases
+    def saved(self, sv: SavedVariable, node: Node) -> Tensor | None:
+        if sv.unpack_hook is not None:
+            if self.no_unpack_hooks:
+                raise UsesUnpackHook
+            return self.hooked(sv, node)
+        if not sv.freed and not UNPACK_OVERRIDE:  # sv.unpack(node), inlined
             t = sv.ref() if sv.is_output else sv.value
             if t is None or t._version != sv.version:
                 t = sv.unpack(node)  # a dead output rebuilt, or PyTorch's version error
-        elif sv.unpack_hook is not None and self.no_unpack_hooks:
-            raise UsesUnpackHook
         else:
             t = sv.unpack(node)
         if not self.no_unpack_hooks:  # the fast path has no hooks: nothing to re-check
@@ -379,6 +383,17 @@ class Collector:
             self.key.append(("T", aval.dtype, len(shape), t._requires_grad))
             self.sizes.extend(shape)
         return t
+
+    def hooked(self, sv: SavedVariable, node: Node) -> None:
+        """A saved tensor with an unpack hook: the graph calls the hook where its node runs
+        (as eager does), so the key and sizes come from its metadata at pack time."""
+        if sv.freed:
+            sv.unpack(node)  # PyTorch's "backward through the graph a second time" error
+        shape, dtype = sv.meta
+        self.key.append(("H", dtype, len(shape)))
+        self.sizes.extend(shape)
+        self.unpack_at[id(sv)] = len(self.opaque)
+        self.opaque.append((sv, node))
 
     def op_node(self, node: OpNode) -> None:
         """``visit_node`` of an op node, inlined (the hot loop of every backward): the

@@ -58,6 +58,21 @@ def call_post_acc_hook(hook: Callable, leaf: Tensor) -> None:
 
 
 @_impure
+def call_unpack_hook(saved: tuple) -> Tensor:
+    """A saved tensor's unpack hook, where its node runs (after the node's hooks, as
+    eager); the graph was captured for the shape and dtype it had when packed."""
+    sv, node = saved
+    t = sv.unpack(node)
+    shape, dtype = sv.meta
+    if tuple(t.shape) != shape or t.dtype != dtype:
+        raise RuntimeError(f"saved_tensors_hooks: the unpack hook returned a tensor of shape "
+                           f"{list(t.shape)} and dtype {t.dtype} for a tensor saved as "
+                           f"{list(shape)} {dtype} ({node.name()}); compiled autograd needs "
+                           "the shape and dtype that were packed")
+    return t
+
+
+@_impure
 def accumulate_grad(leaf: Tensor, grad: Tensor) -> None:
     """What AccumulateGrad does: set or add into ``leaf.grad``."""
     accumulate_into_grad(leaf, grad)
@@ -86,7 +101,7 @@ def picker(keys: list) -> Callable[[Any], tuple]:
 
 # the kinds of graph node the JAX backend must run on the host, in Python
 HOST_CALLS = frozenset({call_tensor_pre_hook, call_pre_hook, call_post_hook, call_post_acc_hook,
-                        call_stolen_post_hook})
+                        call_stolen_post_hook, call_unpack_hook})
 WRITES = frozenset({accumulate_grad, retain_grad})
 
 

@@ -7,6 +7,13 @@ its shape rules, autograd its derivatives); :func:`defop` fills all of them::
                 shape=same_shape,
                 backward=lambda g, x, out: g * out, save=("out",))
 
+``save`` may also say, per input, what that input's gradient reads: the op then
+saves only what the gradients actually needed read (``x * w`` with only ``w``
+requiring grad saves ``x``, not ``w``), and the formula computes only those
+gradients (:func:`wants` is False for the others)::
+
+    mul = binary("mul.Tensor", jnp.multiply, _mul_backward, save=PRODUCT)
+
 Helpers for the recurring shapes (:func:`unary`, :func:`binary`, :func:`inplace`)
 keep most ops to a line or two. Backward formulas are written in our own ops
 (Tensor methods), never jnp, so they are traced, compiled and differentiable again.
@@ -15,7 +22,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from autograd_compile.autograd.derivatives import alias_for_inplace, register_derivative
+from autograd_compile.autograd.derivatives import (SaveSpec, alias_for_inplace,
+                                                   needs_input_grad, register_derivative)
 from autograd_compile.dispatch import COMPOSITE, DISPATCHER, Library, OpOverload, parse_schema
 from autograd_compile.errors import op_error
 from autograd_compile.fake import TensorMeta, register_shape_rule
@@ -27,10 +35,12 @@ from ._shapes import broadcast_shapes, is_tensor_like, shape_of, shapes_equal
 LIB = Library("acg", "DEF")
 NONDIFF = object()  # backward=NONDIFF: outputs never require grad (comparisons, argmax)
 _UNSET = object()
+# save= for a product rule: each side's gradient reads only the other side
+PRODUCT = {"self": ("other",), "other": ("self",)}
 
 
 def defop(schema: str, jax: Callable | None = None, *, shape: Callable | None = None,
-          backward: Any = _UNSET, save: Iterable[str] | None = None,
+          backward: Any = _UNSET, save: SaveSpec = None,
           composite: Callable | None = None, check: bool = False, jit: bool = True,
           static: Iterable[str] = (), dynamic: Iterable[str] = (),
           pre: Callable | None = None) -> OpOverload:
@@ -39,7 +49,8 @@ def defop(schema: str, jax: Callable | None = None, *, shape: Callable | None = 
     jax:       kernel on jax arrays (Tensor args arrive as arrays)
     shape:     rule on fake tensors -> TensorMeta (or a tuple of them); None: eval_shape
     backward:  fn(grad, *args, out) -> one grad per Tensor arg; NONDIFF; unset: missing
-    save:      names of args (and "out") the formula reads; others arrive as TensorMeta
+    save:      names of args (and "out") the formula reads; others arrive as TensorMeta.
+               Or a dict {input: names its gradient reads}: saved only when needed
     composite: a kernel written in other ops (CompositeImplicitAutograd) instead of jax
     check:     run the shape rule before the kernel too (for errors jax would not raise,
                e.g. a dtype mismatch it would silently promote)
@@ -130,7 +141,7 @@ def float_like(x: Any, *args: Any, **kwargs: Any) -> TensorMeta:
 
 # -- op builders ------------------------------------------------------------------------
 
-def unary(name: str, fn: Callable, backward: Any = _UNSET, save: Iterable[str] = ("self",),
+def unary(name: str, fn: Callable, backward: Any = _UNSET, save: SaveSpec = ("self",),
           *, floating: bool = True) -> OpOverload:
     """``name(Tensor self) -> Tensor``; ``floating``: integer inputs compute in float32."""
     kernel = (lambda x: fn(cast(x, to_float(x.dtype)))) if floating else fn
@@ -138,7 +149,7 @@ def unary(name: str, fn: Callable, backward: Any = _UNSET, save: Iterable[str] =
                  shape=float_like if floating else same_shape, backward=backward, save=save)
 
 
-def binary(name: str, fn: Callable, backward: Any = _UNSET, save: Iterable[str] | None = None,
+def binary(name: str, fn: Callable, backward: Any = _UNSET, save: SaveSpec = None,
            *, out: str = "promote", extra: str = "", other: str = "other") -> OpOverload:
     """``name(Tensor self, Tensor other<extra>) -> Tensor`` with broadcasting and PyTorch
     promotion; either side may be a Python scalar. ``out``: "promote" (the common dtype),
@@ -159,10 +170,16 @@ def binary(name: str, fn: Callable, backward: Any = _UNSET, save: Iterable[str] 
 
 # -- pieces of backward formulas ----------------------------------------------------------
 
+def wants(v: Any) -> bool:
+    """Whether a formula should compute a gradient for this argument: a floating tensor
+    whose gradient is needed (PyTorch's ``needs_input_grad``)."""
+    return is_tensor_like(v) and is_float(v.dtype) and needs_input_grad(v)
+
+
 def reduce_grad(g: Any, like: Any) -> Any:
     """``g`` summed to ``like``'s shape (undoing broadcasting) and cast to its dtype;
-    None for a Python scalar or a non-float input (they get no gradient)."""
-    if g is None or not is_tensor_like(like) or not is_float(like.dtype):
+    None for a Python scalar, a non-float input or one whose gradient is not needed."""
+    if g is None or not wants(like):
         return None
     if not shapes_equal(g.shape, like.shape):
         g = g.sum_to_size(like.shape)

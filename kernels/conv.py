@@ -110,8 +110,10 @@ def _conv_weight_bwd(g: Any, x: Any, size: Any, stride: Any, padding: Any, dilat
 
 def _conv_backward(g: Any, x: Any, w: Any, b: Any, stride: Any, padding: Any, dilation: Any,
                    groups: int, out: Any) -> tuple:
-    gx = conv_input_backward(g, w, list(x.shape), stride, padding, dilation, groups)
-    gw = conv_weight_backward(g, x, list(w.shape), stride, padding, dilation, groups)
+    gx = conv_input_backward(g, w, list(x.shape), stride, padding, dilation, groups) \
+        if wants(x) else None
+    gw = conv_weight_backward(g, x, list(w.shape), stride, padding, dilation, groups) \
+        if wants(w) else None
     gb = reduce_grad(g.sum([0] + list(range(2, g.ndim))), b) if wants(b) else None
     return gx, gw, gb
 
@@ -131,8 +133,8 @@ def _weight_bwd_backward(gg: Any, g: Any, x: Any, size: Any, stride: Any, paddin
 
 _GEOMETRY = "int[] stride, int[] padding, int[] dilation, int groups"
 conv = defop(f"convolution(Tensor input, Tensor weight, Tensor? bias, {_GEOMETRY}) -> Tensor",
-             _conv, shape=_conv_rule, check=True, save=("input", "weight"),
-             backward=_conv_backward)
+             _conv, shape=_conv_rule, check=True, backward=_conv_backward,
+             save={"input": ("weight",), "weight": ("input",)})
 conv_input_backward = defop(
     f"convolution_input_backward(Tensor grad_output, Tensor weight, SymInt[] input_size, "
     f"{_GEOMETRY}) -> Tensor", _conv_input_bwd,

@@ -15,15 +15,11 @@ import jax.scipy.special as jsp
 
 from autograd_compile.fake import TensorMeta
 
-from ._defop import NONDIFF, binary, defop, inplace, reduce_grad, scaled, unary
+from ._defop import (NONDIFF, PRODUCT, binary, defop, inplace, reduce_grad, scaled, unary,
+                     wants)
 from ._dtypes import BOOL, cast, is_float, result_type
-from ._shapes import broadcast_shapes, is_tensor_like, shape_of
+from ._shapes import broadcast_shapes, shape_of
 from .factories import full_like, zeros_like
-
-
-def wants(v: Any) -> bool:
-    """Whether a formula should compute a gradient for this argument."""
-    return is_tensor_like(v) and is_float(v.dtype)
 
 
 def _zero_grad(g: Any, *args: Any) -> Any:
@@ -99,9 +95,10 @@ add = binary("add.Tensor", lambda x, y, alpha=1: x + scaled(y, alpha), extra=_AL
 sub = binary("sub.Tensor", lambda x, y, alpha=1: x - scaled(y, alpha), extra=_ALPHA, save=(),
              backward=lambda g, x, y, alpha, out: (reduce_grad(g, x),
                                                    reduce_grad(scaled(-g, alpha), y)))
-mul = binary("mul.Tensor", jnp.multiply, _mul_backward)
-div = binary("div.Tensor", jnp.true_divide, _div_backward, out="float")
-remainder = binary("remainder.Tensor", jnp.remainder,
+mul = binary("mul.Tensor", jnp.multiply, _mul_backward, save=PRODUCT)
+div = binary("div.Tensor", jnp.true_divide, _div_backward, out="float",
+             save={"self": ("other",), "other": ("self", "other")})
+remainder = binary("remainder.Tensor", jnp.remainder, save={"other": ("self", "other")},
                    backward=lambda g, x, y, out: (reduce_grad(g, x), reduce_grad(
                        -g * floor_divide(x, y), y) if wants(y) else None))
 floor_divide = binary("floor_divide", jnp.floor_divide, NONDIFF)
@@ -133,8 +130,8 @@ def _ipow(x: Any, n: int) -> Any:
     return x.pow(n)
 
 
-pow_tensor = binary("pow.Tensor_Tensor", jnp.power, _pow_tt_backward,
-                    save=("self", "exponent", "out"), other="exponent")
+pow_tensor = binary("pow.Tensor_Tensor", jnp.power, _pow_tt_backward, other="exponent",
+                    save={"self": ("self", "exponent"), "exponent": ("self", "exponent", "out")})
 pow_scalar = defop("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
                    lambda x, e: jnp.power(cast(x, result_type(x, e)), e),
                    shape=lambda x, e: TensorMeta(tuple(x.shape), result_type(x, e)),

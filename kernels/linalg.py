@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 from autograd_compile.fake import TensorMeta
 
-from ._defop import defop
+from ._defop import PRODUCT, defop
 from ._shapes import broadcast_shapes
 from .elementwise import wants
 
@@ -47,6 +47,12 @@ def _matmul_rule(a: Any, b: Any) -> TensorMeta:
     return TensorMeta(broadcast_shapes(ma[:-2], mb[:-2]) + rows + cols, a.dtype)
 
 
+def _padded(t: Any, at: int) -> tuple:
+    """``t``'s shape as a matrix: a vector becomes one row (at=0) or one column (at=-1)."""
+    shape = tuple(t.shape)
+    return shape if t.ndim != 1 else (1,) + shape if at == 0 else shape + (1,)
+
+
 def _fit(g: Any, padded: tuple, x: Any) -> Any:
     """A gradient of the padded (matrix) operand back to ``x``: sum batch broadcasting,
     drop the dim a vector operand was given."""
@@ -55,20 +61,26 @@ def _fit(g: Any, padded: tuple, x: Any) -> Any:
     return g.reshape(x.shape) if x.ndim == 1 else g
 
 
-def _matmul_backward(g: Any, a: Any, b: Any, out: Any) -> tuple:
+def matmul_grads(g: Any, a: Any, b: Any, need_a: bool, need_b: bool) -> tuple:
+    """Gradients of ``a @ b``; each reads only the other operand (which may be a
+    TensorMeta when its own gradient is not needed and so was not saved)."""
     if a.ndim == 1 and b.ndim == 1:  # dot product: g is a scalar
-        return (g * b if wants(a) else None), (g * a if wants(b) else None)
-    a2 = a.unsqueeze(0) if a.ndim == 1 else a
-    b2 = b.unsqueeze(-1) if b.ndim == 1 else b
+        return (g * b if need_a else None), (g * a if need_b else None)
     g2 = g.unsqueeze(-2) if a.ndim == 1 else g
     g2 = g2.unsqueeze(-1) if b.ndim == 1 else g2
-    ga = _fit(matmul(g2, b2.mT), tuple(a2.shape), a) if wants(a) else None
-    gb = _fit(matmul(a2.mT, g2), tuple(b2.shape), b) if wants(b) else None
+    ga = gb = None
+    if need_a:
+        b2 = b.unsqueeze(-1) if b.ndim == 1 else b
+        ga = _fit(matmul(g2, b2.mT), _padded(a, 0), a)
+    if need_b:
+        a2 = a.unsqueeze(0) if a.ndim == 1 else a
+        gb = _fit(matmul(a2.mT, g2), _padded(b, -1), b)
     return ga, gb
 
 
 matmul = defop("matmul(Tensor self, Tensor other) -> Tensor", jnp.matmul, shape=_matmul_rule,
-               check=True, backward=_matmul_backward)
+               check=True, save=PRODUCT,
+               backward=lambda g, a, b, out: matmul_grads(g, a, b, wants(a), wants(b)))
 
 
 def _mm_rule(a: Any, b: Any) -> TensorMeta:
@@ -92,9 +104,10 @@ def _bmm_rule(a: Any, b: Any) -> TensorMeta:
     return TensorMeta((a.shape[0], a.shape[1], b.shape[2]), a.dtype)
 
 
+_MAT2 = {"self": ("mat2",), "mat2": ("self",)}  # the product rule, named as mm's schema
 mm = defop("mm(Tensor self, Tensor mat2) -> Tensor", jnp.matmul, shape=_mm_rule, check=True,
-           backward=lambda g, a, b, out: (mm(g, b.mT) if wants(a) else None,
+           save=_MAT2, backward=lambda g, a, b, out: (mm(g, b.mT) if wants(a) else None,
                                           mm(a.mT, g) if wants(b) else None))
 bmm = defop("bmm(Tensor self, Tensor mat2) -> Tensor", jnp.matmul, shape=_bmm_rule, check=True,
-            backward=lambda g, a, b, out: (bmm(g, b.mT) if wants(a) else None,
+            save=_MAT2, backward=lambda g, a, b, out: (bmm(g, b.mT) if wants(a) else None,
                                            bmm(a.mT, g) if wants(b) else None))

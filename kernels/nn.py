@@ -22,7 +22,7 @@ from ._shapes import broadcast_shapes, numel, shapes_equal, wrap_dim
 from .elementwise import ne, wants, where
 from .factories import zeros_like
 from .indexing import index, scatter_add
-from .linalg import _cannot_multiply, _matmul_backward, _same_dtype, matmul
+from .linalg import _cannot_multiply, _same_dtype, matmul, matmul_grads
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -130,19 +130,25 @@ def _layer_norm(x: Any, shape: Any, w: Any = None, b: Any = None, eps: float = 1
 def _layer_norm_backward(g: Any, x: Any, shape: Any, w: Any, b: Any, eps: float,
                          out: Any) -> tuple:
     """Recomputes the statistics from x (cheap next to saving two more tensors)."""
+    gb = reduce_grad(g, b) if wants(b) else None
+    if not (wants(x) or wants(w)):  # only the bias: x was not saved
+        return None, None, gb
     dims = list(_ln_dims(x, shape))
     xc = x - x.mean(dims, keepdim=True)
     rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
     xhat = xc * rstd
+    gw = reduce_grad(g * xhat, w) if wants(w) else None
+    if not wants(x):
+        return None, gw, gb
     gh = g if w is None else g * w
     gx = rstd * (gh - gh.mean(dims, keepdim=True) - xhat * (gh * xhat).mean(dims, keepdim=True))
-    gw = reduce_grad(g * xhat, w) if wants(w) else None
-    return gx, gw, reduce_grad(g, b) if wants(b) else None
+    return gx, gw, gb
 
 
+_NORM_SAVES = {"input": ("input", "weight"), "weight": ("input",)}  # bias: nothing
 layer_norm = defop("layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, "
                    "Tensor? bias=None, float eps=1e-05) -> Tensor", _layer_norm, shape=_ln_rule,
-                   check=True, save=("input", "weight"), backward=_layer_norm_backward)
+                   check=True, save=_NORM_SAVES, backward=_layer_norm_backward)
 
 
 # -- rms_norm: layer_norm without the mean (x / sqrt(mean(x^2) + eps) * weight) ------------------
@@ -167,14 +173,16 @@ def _rms_norm_backward(g: Any, x: Any, shape: Any, w: Any, eps: float | None, ou
     dims = list(_ln_dims(x, shape))
     rstd = ((x * x).mean(dims, keepdim=True) + _rms_eps(x, eps)).rsqrt()
     xhat = x * rstd
+    gw = reduce_grad(g * xhat, w) if wants(w) else None
+    if not wants(x):
+        return None, gw
     gh = g if w is None else g * w
-    gx = rstd * (gh - xhat * (gh * xhat).mean(dims, keepdim=True))
-    return gx, reduce_grad(g * xhat, w) if wants(w) else None
+    return rstd * (gh - xhat * (gh * xhat).mean(dims, keepdim=True)), gw
 
 
 rms_norm = defop("rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, "
                  "float? eps=None) -> Tensor", _rms_norm, shape=_rms_rule, check=True,
-                 save=("input", "weight"), backward=_rms_norm_backward)
+                 save=_NORM_SAVES, backward=_rms_norm_backward)
 
 
 # -- cross_entropy on class indices -------------------------------------------------------------
@@ -306,7 +314,7 @@ def _linear(x: Any, w: Any, b: Any = None) -> Any:
 def _linear_backward(g: Any, x: Any, w: Any, b: Any, out: Any) -> tuple:
     gb = reduce_grad(g, b) if wants(b) else None
     if w.ndim == 1 or x.ndim == 1:  # vector cases: matmul's rules
-        gx, gwt = _matmul_backward(g, x, w.mT if w.ndim == 2 else w, None)
+        gx, gwt = matmul_grads(g, x, w.mT if w.ndim == 2 else w, wants(x), wants(w))
         return gx, (gwt.mT if gwt is not None and w.ndim == 2 else gwt), gb
     gx = matmul(g, w) if wants(x) else None  # (..., out) @ (out, in)
     gw = None
@@ -316,8 +324,8 @@ def _linear_backward(g: Any, x: Any, w: Any, b: Any, out: Any) -> tuple:
 
 
 linear = defop("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", _linear,
-               shape=_linear_rule, check=True, save=("input", "weight"),
-               backward=_linear_backward)
+               shape=_linear_rule, check=True, backward=_linear_backward,
+               save={"input": ("weight",), "weight": ("input",)})
 
 
 # -- batch_norm over every dim but the channels (dim 1) ---------------------------------------

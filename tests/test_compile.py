@@ -110,6 +110,43 @@ def test_closure_parameters_become_inputs_and_get_gradients(mode) -> None:
     assert "get_attr" not in str(region.forward_graph.graph)  # inputs, never constants
 
 
+def test_leaf_accumulators_reused_between_calls_then_released(mode) -> None:
+    """A leaf input's AccumulateGrad outlives its graph until the next call (which reuses it
+    instead of building a new one); gradients still accumulate as in eager."""
+    import gc
+    import weakref
+
+    cf = acg.compile(lambda x, w: (x @ w).tanh().sum())
+    x, w = rnd(5, 3), rnd(3, 4, requires_grad=True)
+    accs = []
+    for _ in range(2):
+        out = cf(x, w)
+        accs.append(weakref.ref(out.grad_fn.next_functions[0][0]))
+        with mode():
+            out.backward()
+        del out  # the graph goes; the region still holds the accumulator
+    assert accs[0]() is accs[1]() and accs[0]().name() == "AccumulateGrad"
+    w_eager = w.detach().requires_grad_()
+    for _ in range(2):
+        (x @ w_eager).tanh().sum().backward()
+    assert_close(w.grad, w_eager.grad, rtol=1e-6, atol=1e-6)
+    gone = weakref.ref(w)
+    del w
+    cf(x, rnd(3, 4, requires_grad=True))  # the next call drops the previous leaves
+    gc.collect()
+    assert gone() is None
+
+
+def test_call_flattening_shortcut_matches_flatten() -> None:
+    from autograd_compile.aot.tree import flatten
+    t, p = rnd(2), nn.Parameter(rnd(2))
+    for args, kwargs in [((t, p), {}), ((), {}), ((t, 3), {}), (([t],), {}), ((t,), {"k": t})]:
+        leaves, spec = aot_api._flatten_call(args, kwargs)
+        want_leaves, want_spec = flatten((args, kwargs))
+        assert spec == want_spec and len(leaves) == len(want_leaves)
+        assert all(a is b for a, b in zip(leaves, want_leaves))
+
+
 # -- one trace over sizes; counters -------------------------------------------------------
 
 def test_symbolic_batch_sweep_traces_once() -> None:

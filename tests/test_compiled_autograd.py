@@ -144,13 +144,13 @@ def test_pinned_graph_code():
             getitem = operator.getitem(sizes, 0);  sizes = None
             getitem_1 = operator.getitem(scalars, 0);  scalars = None
             getitem_2 = operator.getitem(inputs, 0)
-            getitem_4 = operator.getitem(inputs, 2);  inputs = None
+            getitem_3 = operator.getitem(inputs, 1);  inputs = None
             expand = ops.acg.expand(getitem_2, [getitem]);  getitem_2 = getitem = None
             mul_Tensor = ops.acg.mul.Tensor(expand, getitem_1);  expand = getitem_1 = None
-            cos = ops.acg.cos(getitem_4);  getitem_4 = None
+            cos = ops.acg.cos(getitem_3);  getitem_3 = None
             mul_Tensor_1 = ops.acg.mul.Tensor(mul_Tensor, cos);  mul_Tensor = cos = None
-            getitem_5 = operator.getitem(leaves, 0);  leaves = None
-            accumulate_grad(getitem_5, mul_Tensor_1);  getitem_5 = mul_Tensor_1 = None
+            getitem_4 = operator.getitem(leaves, 0);  leaves = None
+            accumulate_grad(getitem_4, mul_Tensor_1);  getitem_4 = mul_Tensor_1 = None
             return ()""")
     assert_close(x.grad, 3 * np.cos([1.0, 2.0]))
 

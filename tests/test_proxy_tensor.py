@@ -160,9 +160,9 @@ def test_traced_forward_and_backward_step_prints_as_readable_python():
             mul_Tensor = ops.acg.mul.Tensor(tanh, tanh);  tanh = None
             sub_Tensor = ops.acg.sub.Tensor(1, mul_Tensor);  mul_Tensor = None
             mul_Tensor_1 = ops.acg.mul.Tensor(expand, sub_Tensor);  expand = sub_Tensor = None
-            transpose_int_1 = ops.acg.transpose.int(arg0, -2, -1);  arg0 = None
-            matmul_2 = ops.acg.matmul(transpose_int_1, mul_Tensor_1);  transpose_int_1 = mul_Tensor_1 = None
-            return (sum_1, matmul_2)""")
+            transpose_int = ops.acg.transpose.int(arg0, -2, -1);  arg0 = None
+            matmul_1 = ops.acg.matmul(transpose_int, mul_Tensor_1);  transpose_int = mul_Tensor_1 = None
+            return (sum_1, matmul_1)""")
     x, w = inputs()[0][:2], acg.randn(3, 4)
     for got, want in zip(gm(x, w), step(x, w)):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)

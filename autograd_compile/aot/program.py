@@ -19,7 +19,7 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 
-from ..autograd.node import Node, TensorMeta, gradient_edge
+from ..autograd.node import AccumulateGrad, Node, TensorMeta, gradient_edge
 from ..autograd.saved import _FREED, UNPACK_OVERRIDE, SavedVariable
 from ..backends.jax import _call_op, _load
 from ..compiled_nodes import VISITORS, NodeState
@@ -90,8 +90,9 @@ class Region:
         self.snapshot = set(self.mutated) | {i for i, p in enumerate(joint.primals)
                                              if p.kind == "key"}
         self.grad_primals = joint.grad_primals
-        # the accumulators of parameters stay alive between calls: not rebuilt per call
-        self.keep_state = [i for i in joint.grad_primals if joint.primals[i].kind == "state"]
+        # the accumulators of the last call's leaf inputs (parameters, mostly: the same
+        # tensors every call) stay alive until the next call, which then finds them instead
+        # of building new ones (a leaf's accumulator is otherwise freed with its graph)
         self._accumulators: list[Node] = []
         self.saved = parts.saved
         self.n_saved_fw = parts.n_saved_fw
@@ -117,10 +118,9 @@ class Region:
 
     def _wire(self, inputs: list[Tensor], arrays: list, results: list[Tensor],
               saved_fw: tuple) -> None:
-        prim = self.tensors(inputs)
+        prim = self.tensors(inputs) if self.extras else inputs
         edges = [gradient_edge(prim[i]) for i in self.grad_primals]
-        if not self._accumulators and self.keep_state:
-            self._accumulators = [gradient_edge(prim[i])[0] for i in self.keep_state]
+        self._accumulators = [n for n, _ in edges if type(n) is AccumulateGrad]
         node = CompiledFunctionBackward(self, edges)
         metas = []
         for t, d in zip(results, self.diff):

@@ -11,13 +11,20 @@ save), ``out`` the output when saved (else None). It returns one gradient (or
 None) per Tensor argument, a list for a ``Tensor[]`` argument, and is written
 in our own ops, so backward is traced, compiled and differentiable again.
 
->>> register_derivative(op, lambda g, x, y, out: (g * y, g * x), save=("self", "other"))  # doctest: +SKIP
+``save`` may name, per input, what that input's gradient reads: then an input
+is saved only when a gradient that reads it is needed (PyTorch's derivatives
+do the same), and :func:`needs_input_grad` tells the formula which gradients
+to compute (``x * w`` with only ``w`` requiring grad saves ``x`` alone)::
+
+>>> register_derivative(op, lambda g, x, y, out: (g * y, g * x),
+...                     save={"self": ("other",), "other": ("self",)})  # doctest: +SKIP
 """
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from ..dispatch.dispatcher import OpOverload, boxed
 from ..dispatch.keys import DispatchKey
@@ -32,18 +39,47 @@ _AUTOGRAD = DispatchKey.Autograd
 class Derivative:
     fn: Callable | None  # None: the op is not differentiable (its outputs never require grad)
     save: frozenset[str] | None  # argument names (and "out") to save; None: every Tensor arg
+    # per input: the names its gradient reads (saved only when that gradient is needed)
+    uses: tuple[tuple[str, frozenset[str]], ...] | None = None
 
 
 DERIVATIVES: dict[OpOverload, Derivative] = {}
+SaveSpec = Iterable[str] | Mapping[str, Iterable[str]] | None
 
 
 def register_derivative(op: OpOverload, fn: Callable | None,
-                        save: Iterable[str] | None = None) -> Callable[[], None]:
-    """Set ``op``'s backward formula; returns an undo callable."""
+                        save: SaveSpec = None) -> Callable[[], None]:
+    """Set ``op``'s backward formula; returns an undo callable. ``save``: the names the
+    formula reads, or per input the names its gradient reads (see the module docstring)."""
     if op in DERIVATIVES:
         raise RuntimeError(f"{op.qualname} already has a derivative registered")
-    DERIVATIVES[op] = Derivative(fn, None if save is None else frozenset(save))
+    DERIVATIVES[op] = _derivative(op, fn, save)
     return lambda: DERIVATIVES.pop(op, None)
+
+
+def _derivative(op: OpOverload, fn: Callable | None, save: SaveSpec) -> Derivative:
+    if not isinstance(save, Mapping):
+        return Derivative(fn, None if save is None else frozenset(save))
+    names = {a.name for a in op.schema.arguments} | {"out"}
+    uses = {k: frozenset((v,) if isinstance(v, str) else v) for k, v in save.items()}
+    unknown = (set(uses) | set().union(*uses.values())) - names
+    if unknown:
+        raise ValueError(f"{op.qualname}: save names unknown arguments {sorted(unknown)}")
+    return Derivative(fn, frozenset().union(*uses.values()), tuple(uses.items()))
+
+
+class _Unneeded(threading.local):
+    def __init__(self) -> None:
+        self.ids: frozenset[int] | set[int] = frozenset()
+
+
+_UNNEEDED = _Unneeded()
+
+
+def needs_input_grad(value: Any) -> bool:
+    """Inside a formula: whether the gradient of the argument ``value`` is needed (its
+    input requires grad). Formulas skip the others, whose partners may not be saved."""
+    return id(value) not in _UNNEEDED.ids
 
 
 _NODE_NAMES: dict[OpOverload, str] = {}
@@ -90,7 +126,25 @@ class OpNode(Node):
         out = None if outs is None else outs[0] if len(outs) == 1 else tuple(outs)
         grads = grad_outputs[0] if len(grad_outputs) == 1 else \
             tuple(_materialize(g, m) for g, m in zip(grad_outputs, metas))
-        return self._flatten(self.fn(grads, *args, out))
+        prev, _UNNEEDED.ids = _UNNEEDED.ids, self._unneeded(args)
+        try:
+            return self._flatten(self.fn(grads, *args, out))
+        finally:
+            _UNNEEDED.ids = prev
+
+    def _unneeded(self, args: list) -> frozenset[int] | set[int]:
+        """Ids of the arguments whose gradient nobody needs (no next edge): the formula's
+        needs_input_grad. An object also passed where it is needed counts as needed."""
+        for n, _ in self.next_edges:
+            if n is None:
+                break
+        else:
+            return frozenset()  # the common case: every input requires grad
+        edges, skip, keep = iter(self.next_edges), set(), set()
+        for value, kind in zip(args, self.arg_kinds):
+            for v in (value,) if kind == "tensor" else value if kind == "list" else ():
+                (skip if next(edges)[0] is None else keep).add(id(v))
+        return skip - keep
 
     def _flatten(self, result: Any) -> list[Tensor | None]:
         """One gradient per next edge, from one result per Tensor argument."""
@@ -153,7 +207,7 @@ class _OpInfo:
     """Per-op facts ``_record`` needs, computed once: which arguments are Tensor-typed
     and which of them the formula reads (saved) rather than only their shape."""
 
-    __slots__ = ("tensor_args", "keep", "save_out")
+    __slots__ = ("tensor_args", "keep", "save_out", "uses")
 
     def __init__(self, op: OpOverload, deriv: Derivative | None) -> None:
         args = op.schema.arguments
@@ -161,6 +215,28 @@ class _OpInfo:
         save = None if deriv is None else deriv.save
         self.keep = tuple(save is None or a.name in save for a in args)
         self.save_out = bool(save and "out" in save)
+        # per argument: (indices of the arguments its gradient reads, whether it reads out)
+        self.uses: tuple[tuple[tuple[int, ...], bool], ...] | None = None
+        if deriv is not None and deriv.uses is not None:
+            index, uses = {a.name: i for i, a in enumerate(args)}, dict(deriv.uses)
+            self.uses = tuple(_reads(uses.get(a.name, frozenset()), index) for a in args)
+
+    def kept(self, bound: list, kinds: tuple[str, ...]) -> tuple[Any, bool]:
+        """Which arguments to save, and whether to save out, for the gradients needed."""
+        if self.uses is None:
+            return self.keep, self.save_out
+        keep, out = [False] * len(kinds), False
+        for v, kind, (reads, reads_out) in zip(bound, kinds, self.uses):
+            if kind == "tensor" and v._requires_grad or \
+                    kind == "list" and any(t._requires_grad for t in v):
+                for j in reads:
+                    keep[j] = True
+                out = out or reads_out
+        return keep, out
+
+
+def _reads(names: frozenset[str], index: dict[str, int]) -> tuple[tuple[int, ...], bool]:
+    return tuple(index[n] for n in names if n != "out"), "out" in names
 
 
 _INFO: dict[OpOverload, tuple[Derivative | None, _OpInfo]] = {}
@@ -204,17 +280,19 @@ def _record(op: OpOverload, bound: list, out: Any, deriv: Derivative | None) -> 
         return out
     edges = [(t.grad_fn, t._output_nr) if t.grad_fn is not None else gradient_edge(t)
              for t in tensors]
+    save_out = False
     if deriv is None:
         node: Node = ErrorNode(f"the derivative for '{op.qualname}' is not implemented", edges)
     else:
+        keeps, save_out = info.kept(bound, kinds)
         saved = [_save_value(v, k, keep) if k != "other" else v
-                 for v, k, keep in zip(bound, kinds, info.keep)]
+                 for v, k, keep in zip(bound, kinds, keeps)]
         node = OpNode(op, deriv.fn, edges, saved, kinds)
     node.input_meta = [_meta(o) for o in outs]
     for i, o in enumerate(outs):
         if floating[i]:
             o.grad_fn, o._output_nr, o._requires_grad = node, i, True
-    if deriv is not None and info.save_out:
+    if save_out:
         node.saved_out = [SavedVariable(o, is_output=True) for o in outs]
     return out
 

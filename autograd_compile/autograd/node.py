@@ -44,6 +44,11 @@ class TensorMeta:
     def size(self, dim: int | None = None) -> Any:
         return self.shape if dim is None else self.shape[dim]
 
+    @property
+    def mT(self) -> "TensorMeta":
+        """The matrix transpose's shape (formulas pass an unsaved operand along as one)."""
+        return TensorMeta(self.shape[:-2] + self.shape[-2:][::-1], self.dtype)
+
     def __repr__(self) -> str:
         return f"TensorMeta({list(self.shape)}, {self.dtype})"
 

@@ -57,7 +57,7 @@ class SavedVariable:
     """One tensor saved for backward."""
 
     __slots__ = ("value", "version", "ref", "is_output", "output_nr", "unpack_hook", "freed",
-                 "requires_grad")
+                 "requires_grad", "meta")
 
     def __init__(self, tensor: Any, is_output: bool = False) -> None:
         self.version = tensor._version
@@ -67,6 +67,8 @@ class SavedVariable:
         self.freed = False
         hooks = _HOOKS.stack[-1] if _HOOKS.stack else None
         self.unpack_hook = hooks[1] if hooks else None
+        if hooks:  # compiled autograd keys on it: the hook runs only when the node does
+            self.meta = (tuple(tensor.shape), tensor.dtype)
         if is_output:  # keep an alias (no grad_fn), not the tensor that owns our node
             self.ref = weakref.ref(tensor)
             self.value = hooks[0](tensor.detach()) if hooks else tensor._shallow_alias()
