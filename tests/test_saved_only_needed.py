@@ -321,3 +321,21 @@ def test_compiled_unpack_must_keep_the_packed_shape(backend):
             ca.enable(backend):
         y.backward()
     assert x.grad is None
+
+
+def test_double_backward_through_hooked_saved_tensors(mode):
+    """create_graph: the unpacked output is reconnected to its node, so a second backward
+    reaches it again (ExpBackward runs twice: its output unpacks twice, the rest once)."""
+    rec = Recorder({})
+    x = acg.tensor([0.5, 1.0], requires_grad=True)
+    rec.named = {"x": x}
+    with hooks(rec.pack, rec.unpack):
+        y = (x.exp() * x).sum()
+    assert rec.packed == ["out", "out", "x"]  # exp's output; mul's two inputs
+    with mode():
+        (g,) = acg.autograd.grad(y, x, create_graph=True)
+        (gg,) = acg.autograd.grad(g.sum(), x)
+    xs = np.array([0.5, 1.0])
+    assert_close(g, np.exp(xs) * (1 + xs), rtol=1e-6)
+    assert_close(gg, np.exp(xs) * (2 + xs), rtol=1e-6)
+    assert sorted(rec.unpacked) == [0, 0, 1, 2]
