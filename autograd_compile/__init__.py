@@ -34,6 +34,7 @@ _install(Tensor)
 
 from .kernels.random import Generator, default_generator  # noqa: E402
 from . import cuda  # noqa: E402
+from . import accelerator  # noqa: E402
 int, float = int32, float32  # noqa: A001,F405  (PyTorch's aliases; here, not in kernels.api)
 
 from . import nn, optim, utils  # noqa: E402

@@ -311,6 +311,12 @@ class Tensor:
 
     __hash__ = object.__hash__
 
+    def __format__(self, spec: str) -> str:
+        # as PyTorch: a 0-d tensor formats like its Python number (f"{loss:.4f}")
+        if self.dim() == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
     def __repr__(self) -> str:
         body = np.array2string(np.asarray(self._data), separator=", ", prefix="tensor(")
         # as PyTorch: the dtype is shown unless it is the default float, int64 or bool

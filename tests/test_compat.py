@@ -137,3 +137,18 @@ def test_docstring_examples_run(restore_precision):
         for test in finder.find(fn, globs={}):
             assert doctest.DocTestRunner().run(test).failed == 0
     assert acg.get_default_dtype() == np.dtype("float32")
+
+
+def test_zero_dim_tensors_format_like_numbers():
+    loss = acg.tensor(1.23456)
+    assert f"{loss:.2f}" == "1.23" and f"{acg.tensor(7):04d}" == "0007"
+    assert f"{acg.ones(2)}" == str(acg.ones(2))
+    with pytest.raises(TypeError):
+        f"{acg.ones(2):.2f}"
+
+
+def test_accelerator_answers_from_jax_devices():
+    assert acg.accelerator.is_available() == acg.cuda.is_available()
+    want = acg.device("cuda") if acg.cuda.is_available() else None
+    assert acg.accelerator.current_accelerator() == want
+    assert acg.accelerator.device_count() == acg.cuda.device_count()
