@@ -82,6 +82,20 @@ def test_random_sampler_with_replacement():
         RandomSampler(range(3), replacement=1)
 
 
+def test_sampler_with_replacement_draws_lazily():
+    """minGPT's trainer asks for 1e10 samples and takes a few batches: nothing may be drawn
+    up front, and the draws stay uniform over the chunks."""
+    import itertools
+    acg.manual_seed(0)
+    huge = RandomSampler(range(5), replacement=True, num_samples=int(1e10))
+    assert len(huge) == int(1e10)
+    draws = list(itertools.islice(iter(huge), 20_000))
+    counts = np.bincount(draws, minlength=5)
+    assert counts.sum() == 20_000 and np.all(np.abs(counts / 20_000 - 0.2) < 0.02)
+    loader = DataLoader(range(5), batch_size=4, sampler=huge)
+    assert len(next(iter(loader))) == 4
+
+
 Point = collections.namedtuple("Point", ["x", "y"])
 
 

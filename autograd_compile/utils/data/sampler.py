@@ -47,6 +47,9 @@ class SequentialSampler(Sampler):
         return len(self.data_source)
 
 
+_CHUNK = 4096  # draws per refill of a sampler with replacement
+
+
 class RandomSampler(Sampler):
     """A random permutation each epoch (or ``num_samples`` draws with ``replacement``).
 
@@ -73,8 +76,9 @@ class RandomSampler(Sampler):
 
     def __iter__(self) -> Iterator[int]:
         n, rng = len(self.data_source), np.random.default_rng(_draw_seed(self.generator))
-        if self.replacement:
-            yield from rng.integers(0, n, size=self.num_samples).tolist()
+        if self.replacement:  # in chunks: num_samples may be huge (minGPT asks for 1e10)
+            for start in range(0, self.num_samples, _CHUNK):
+                yield from rng.integers(0, n, size=min(_CHUNK, self.num_samples - start)).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from rng.permutation(n).tolist()
