@@ -274,6 +274,47 @@ def test_acg_compile_traces_the_casts_and_guards_on_autocast() -> None:
     assert acg.aot.counters["retraces"] == retraces + 1
 
 
+def _custom_mm(cast_inputs=None) -> type:
+    class MM(acg.autograd.Function):
+        seen: list = []
+
+        @staticmethod
+        @acg.amp.custom_fwd(device_type="cpu", cast_inputs=cast_inputs)
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a.mm(b)
+
+        @staticmethod
+        @acg.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            ga, gb = g.mm(b.t()), a.t().mm(g)  # under the forward's autocast state
+            MM.seen.append((str(ga.dtype), str(gb.dtype)))
+            return ga, gb
+    return MM
+
+
+def test_custom_fwd_and_custom_bwd(mode) -> None:
+    a, b = _randn(3, 4).requires_grad_(), _randn(4, 5).requires_grad_()
+    mm = _custom_mm()
+    with acg.autocast("cpu"):
+        out = mm.apply(a, b)  # autocast applies inside forward
+    assert out.dtype == BF16
+    with mode():
+        out.float().sum().backward()  # and, by custom_bwd, inside its backward
+    assert mm.seen == [("bfloat16", "bfloat16")]
+    assert a.grad.dtype == F32 and b.grad.dtype == F32
+    ones = np.ones((3, 5), np.float32)
+    assert_close(a.grad.numpy(), ones @ _f32(b.bfloat16()).T, rtol=2e-2, atol=5e-2)
+    mm32 = _custom_mm(cast_inputs=acg.float32)
+    with acg.autocast("cpu"):
+        out = mm32.apply(a.bfloat16(), b.bfloat16())  # cast to float32, autocast off inside
+    assert out.dtype == F32
+    with mode():
+        out.sum().backward()
+    assert mm32.seen == [("float32", "float32")]
+
+
 # -- GradScaler ----------------------------------------------------------------------------
 def _reference_scaler(steps: list[bool], scale: float, growth: float, backoff: float,
                       interval: int) -> list[tuple[float, int]]:
