@@ -540,3 +540,16 @@ def test_nanogpt_style_loop_trains_and_power_of_two_scaling_is_exact(mode_name: 
     for a, b in zip(params, scaled_params):
         np.testing.assert_array_equal(a, b)
 
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+    import warnings
+
+    from autograd_compile import amp, cpu
+    from autograd_compile.amp import cpu_amp, cuda_amp, grad_scaler, policy
+    for module in (amp, autocast_mode, grad_scaler, policy, cpu_amp, cuda_amp, cpu):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "cuda" without a GPU
+            result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -1,4 +1,11 @@
-"""``acg.cpu.amp`` (PyTorch's ``torch.cpu.amp``): autocast for "cpu" (bfloat16 by default)."""
+"""``acg.cpu.amp`` (PyTorch's ``torch.cpu.amp``): autocast for "cpu" (bfloat16 by default).
+
+>>> import autograd_compile as acg
+>>> with acg.cpu.amp.autocast():
+...     y = acg.ones(2, 2) @ acg.ones(2, 2)
+>>> str(y.dtype)
+'bfloat16'
+"""
 from __future__ import annotations
 
 from typing import Any

@@ -2,6 +2,14 @@
 
 ``from autograd_compile.cuda.amp import autocast, GradScaler`` works as with torch. Without a
 GPU both warn and disable themselves (as PyTorch's do).
+
+>>> import warnings
+>>> import autograd_compile as acg
+>>> with warnings.catch_warnings():
+...     warnings.simplefilter("ignore")
+...     scaler = acg.cuda.amp.GradScaler(enabled=False)
+>>> scaler.is_enabled(), scaler.get_scale()
+(False, 1.0)
 """
 from __future__ import annotations
 
