@@ -33,7 +33,7 @@ from .tensor import Tensor
 
 EXACT_LIMIT = 64  # exact keys kept (several per cached graph: one per size combination)
 _EXACT: "OrderedDict[CacheKey, list[Any]]" = OrderedDict()
-_LAST: list[CacheKey | None] = [None]  # the exact key of the last backward that hit
+_LAST: list = [None, None]  # the exact key of the last backward that hit, its entries
 
 
 class Walk:
@@ -63,11 +63,15 @@ def collect(roots: list[Tensor], grads: list[Tensor], header: tuple) -> Walk | N
     if nodes is None:
         return None
     items = (tuple(col.key), tuple(col.sizes))
-    last = _LAST[0]
-    # a loop repeats its backward: comparing with the last key spares hashing this one
-    exact = last if last is not None and last.items == items else CacheKey(list(items))
-    walk = Walk(exact, col, nodes, held)
-    walk.entry = _find(exact, col.scalars)
+    last, entries = _LAST
+    if last is not None and last.items == items:  # a loop repeats its backward: no hash
+        walk = Walk(last, col, nodes, held)
+    else:
+        walk = Walk(CacheKey(list(items)), col, nodes, held)  # hashed once
+        entries = _EXACT.get(walk.key)
+        if entries is not None:
+            _LAST[:] = walk.key, entries
+    walk.entry = _pick(entries, col.scalars) if entries else None
     return walk
 
 
@@ -145,11 +149,8 @@ def leaf_ids(col: Collector) -> None:
     col._leaf_ids = {id(t): i for i, t in enumerate(col.leaves)}
 
 
-def _find(exact: CacheKey, scalars: list) -> Any:
-    entries = _EXACT.get(exact)
-    if entries is None:
-        return None
-    _LAST[0] = exact
+def _pick(entries: list, scalars: list) -> Any:
+    """The first entry whose scalar guards hold (the exact key has sizes, not scalars)."""
     for entry in entries:
         if all(scalars[i] == v for i, v in entry.scalar_guards):
             return entry
@@ -172,4 +173,4 @@ def remember(walk: Walk, entry: Any) -> None:
 def forget() -> None:
     """Drop every exact key (the general cache was reset or evicted an entry)."""
     _EXACT.clear()
-    _LAST[0] = None
+    _LAST[:] = None, None
