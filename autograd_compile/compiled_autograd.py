@@ -34,6 +34,7 @@ from .autograd import engine
 from .autograd.engine import GraphTask, NodeHooks
 from .autograd.derivatives import OpNode
 from .autograd.node import AccumulateGrad, Node
+from . import compiled_fastpath as fastpath
 from .compiled_capture import AutogradCompilerInstance, CacheEntry
 from .compiled_nodes import CacheKey, Collector, NotCapturable, memo_of, visit_node
 from .dispatch.keys import TLS
@@ -116,6 +117,7 @@ def reset() -> None:
     """Forget every cached graph and zero the counters."""
     with _LOCK:
         _CACHE.clear()
+        fastpath.forget()
         counters.clear()
 
 
@@ -215,6 +217,17 @@ class Collected:
                 col.leaf(t)
         self.key = CacheKey(col.key)
 
+    @classmethod
+    def from_walk(cls, task: GraphTask, walk: fastpath.Walk) -> "Collected":
+        """The fast path's walk (a graph with no hooks), finished for the general path:
+        the same visits in the same order, so nothing is unpacked twice."""
+        c = cls.__new__(cls)
+        c.nodes = [task.root] + walk.nodes[1:]
+        c.col, c.hooks, c.plans = walk.col, walk.col.opaque, {}
+        fastpath.leaf_ids(walk.col)
+        c.key = CacheKey(list(walk.key.items[0]))
+        return c
+
     def plan(self, node: Node) -> HookPlan:
         return self.plans.get(node, NO_PLAN)
 
@@ -262,11 +275,13 @@ def _insert(c: Collected, entry: CacheEntry) -> None:
     entries.insert(0, entry)
     if len(entries) > RECOMPILE_LIMIT:
         entries.pop()
+        fastpath.forget()
         logging.getLogger("autograd_compile").warning(
             "compiled autograd: more than %d recaptures of one graph (guards keep failing: "
             "sizes or scalars that were specialised keep changing)", RECOMPILE_LIMIT)
     if len(_CACHE) > CACHE_SIZE_LIMIT:
         _CACHE.popitem(last=False)
+        fastpath.forget()
         counters["evictions"] += 1
         logging.getLogger("autograd_compile").warning(
             "compiled autograd: cache_size_limit (%d graphs) exceeded; evicting the least "
@@ -280,8 +295,12 @@ def run_compiled(task: GraphTask) -> bool:
         if compiler_fn is not None:
             counters["eager_runs"] += 1  # reentrant or anomaly-checked backward: eager
         return False
+    walk = task.fast
+    if walk is NOT_CAPTURABLE:  # the fast walk already found out (and unpacked)
+        counters["eager_runs"] += 1
+        return False
     try:
-        c = Collected(task, compiler_fn)
+        c = Collected(task, compiler_fn) if walk is None else Collected.from_walk(task, walk)
     except NotCapturable as e:  # e.g. an arbitrary object on a custom Function's ctx
         counters["eager_runs"] += 1
         if config.log_enabled("compiled_autograd_verbose"):
@@ -302,6 +321,8 @@ def run_compiled(task: GraphTask) -> bool:
     if entry is EAGER_ONLY:
         counters["eager_runs"] += 1
         return False
+    if walk is not None:
+        fastpath.remember(walk, entry)
     col = c.col
     with engine.running(task):
         fn = entry.graph_module if task.create_graph else entry.compiled
@@ -316,7 +337,31 @@ def run_compiled(task: GraphTask) -> bool:
     return True
 
 
+NOT_CAPTURABLE = object()  # run_fast's answer when a node cannot be captured
+
+
+def run_fast(roots: list, grads: list, keep_graph: bool) -> Any:
+    """The engine's first try for ``backward()`` without ``inputs=``/``create_graph``:
+    True when a cached program ran the whole backward; else what the general path
+    should start from (a fastpath.Walk, NOT_CAPTURABLE, or None: collect afresh)."""
+    compiler_fn = current_compiler()
+    if compiler_fn is None or engine.STATE.depth or engine.STATE.anomaly:
+        return None
+    try:
+        walk = fastpath.collect(roots, grads, (compiler_fn, False, True, TLS.grad_enabled))
+    except NotCapturable:
+        return NOT_CAPTURABLE
+    if walk is None or walk.entry is None:
+        return walk
+    counters["cache_hits"] += 1
+    col = walk.col
+    engine.run_hit(walk.entry.compiled, (col.inputs, col.sizes, col.scalars, [], col.leaves),
+                   walk.held, keep_graph)
+    return True
+
+
 engine.COMPILED_RUNNER.append(run_compiled)
+engine.COMPILED_FAST.append(run_fast)
 
 __all__ = ["enable", "disable", "reset", "counters", "pure_hook", "AutogradCompilerInstance",
            "current_compiler", "CACHE_SIZE_LIMIT"]

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from .autograd.derivatives import OpNode
 from .autograd.function import BackwardCFunction
 from .autograd.node import AccumulateGrad, ErrorNode, GraphRoot, Node, TensorMeta
-from .autograd.saved import SavedVariable
+from .autograd.saved import UNPACK_OVERRIDE, SavedVariable
 from .tensor import Tensor
 
 _SIZE_TYPES = frozenset({"SymInt", "SymInt[]", "SymInt?", "SymInt[]?"})
@@ -300,6 +300,33 @@ def memo_of(node: Node) -> NodeMemo | None:
     return memo or None
 
 
+class UsesUnpackHook(Exception):
+    """The fast path met a saved tensor with an unpack hook (the general path unpacks it,
+    once)."""
+
+
+_ARG_FLAGS: dict[Any, tuple[tuple[bool, Any], ...]] = {}
+
+
+def _arg_flags(op: Any) -> tuple[tuple[bool, Any], ...]:
+    """(is a SymInt argument, int-lifting flag) per argument of ``op``, computed once."""
+    flags = _ARG_FLAGS[op] = tuple(zip(_size_flags(op), _int_lift_flags(op)))
+    return flags
+
+
+_AVAL_OK: dict[type, bool] = {}
+
+
+def _aval(t: Tensor) -> Any:
+    """The jax aval behind ``t`` (shape and dtype as plain attributes, far cheaper than
+    the properties), or None where a subclass may define its own shape or dtype."""
+    ok = _AVAL_OK.get(type(t))
+    if ok is None:
+        cls = type(t)
+        ok = _AVAL_OK[cls] = cls.shape is Tensor.shape and cls.dtype is Tensor.dtype
+    return getattr(t._data, "aval", None) if ok else None
+
+
 class Collector:
     """Builds the cache key and gathers runtime inputs (runs on every backward)."""
 
@@ -315,6 +342,7 @@ class Collector:
         # the graph's ``hooks`` input: hooks, and (saved, node) pairs to unpack at run time
         self.opaque: list = []
         self.unpack_at: dict[int, int] = {}  # id(saved variable) -> its index in opaque
+        self.no_unpack_hooks = False  # the fast path hands unpack-hooked graphs over
 
     def const(self, value: Any) -> Any:
         self.key.append(value)  # hashability is checked once, by CacheKey
@@ -331,12 +359,29 @@ class Collector:
 
     def saved(self, sv: SavedVariable, node: Node) -> Tensor | None:
         if sv.unpack_hook is not None:
+            if self.no_unpack_hooks:
+                raise UsesUnpackHook
             return self.hooked(sv, node)
-        t = sv.unpack(node)
-        self.saved_vars.append((sv, node, len(self.inputs)))
-        self.key.append(("T", t.dtype, len(t.shape), t.requires_grad))  # as tensor(t)
-        self.sizes.extend(t.shape)
+        if not sv.freed and not UNPACK_OVERRIDE:  # sv.unpack(node), inlined
+            t = sv.ref() if sv.is_output else sv.value
+            if t is None or t._version != sv.version:
+                t = sv.unpack(node)  # a dead output rebuilt, or PyTorch's version error
+        else:
+            t = sv.unpack(node)
+        if not self.no_unpack_hooks:  # the fast path has no hooks: nothing to re-check
+            self.saved_vars.append((sv, node, len(self.inputs)))
         self.inputs.append(t)
+        try:
+            aval = t._data.aval if _AVAL_OK[type(t)] else None
+        except (KeyError, AttributeError):
+            aval = _aval(t)
+        if aval is None:
+            self.key.append(("T", t.dtype, len(t.shape), t.requires_grad))  # as tensor(t)
+            self.sizes.extend(t.shape)
+        else:
+            shape = aval.shape
+            self.key.append(("T", aval.dtype, len(shape), t._requires_grad))
+            self.sizes.extend(shape)
         return t
 
     def hooked(self, sv: SavedVariable, node: Node) -> None:
@@ -355,18 +400,20 @@ class Collector:
         same items in the same order, without building the NodeState only capture
         reads. ``tests/test_compiled_autograd.py`` checks it against the generic visit."""
         key, sizes = self.key, self.sizes
-        key.append((OpNode, node.op.qualname, node.arg_kinds, node.saved_out is not None))
-        for value, is_size, lift in zip(node.saved, _size_flags(node.op),
-                                        _int_lift_flags(node.op)):
+        op = node.op
+        flags = _ARG_FLAGS.get(op) or _arg_flags(op)
+        key.append((OpNode, op.qualname, node.arg_kinds, node.saved_out is not None))
+        for value, (is_size, lift) in zip(node.saved, flags):
             kind = type(value)
             if kind is SavedVariable:
                 self.saved(value, node)
+            elif kind is TensorMeta:
+                shape = value.shape
+                key.append(("M", value.dtype, len(shape)))
+                sizes.extend(shape)
             elif kind is int and _lifts_int(value, lift):
                 key.append("S")
                 self.scalars.append(value)
-            elif kind is TensorMeta:
-                key.append(("M", value.dtype, len(value.shape)))
-                sizes.extend(value.shape)
             elif kind is list and value and type(value[0]) in (SavedVariable, TensorMeta):
                 for x in value:
                     self.saved(x, node) if type(x) is SavedVariable else self.meta(x)
@@ -374,11 +421,13 @@ class Collector:
                 key.append(value)
             else:
                 visit_value(value, self, is_size)
-        for sv in node.saved_out or ():
-            self.saved(sv, node)
+        if node.saved_out is not None:
+            for sv in node.saved_out:
+                self.saved(sv, node)
         for m in node.input_meta:
-            key.append(("M", m.dtype, len(m.shape)))
-            sizes.extend(m.shape)
+            shape = m.shape
+            key.append(("M", m.dtype, len(shape)))
+            sizes.extend(shape)
 
     def tensor(self, t: Tensor) -> Tensor:
         self.key.append(("T", t.dtype, len(t.shape), t.requires_grad))

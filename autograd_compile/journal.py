@@ -11,8 +11,7 @@ backup: recording costs one tuple, rolling back restores the references.
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 
 class _JournalState(threading.local):
@@ -34,18 +33,23 @@ def record(obj: Any, slot: str) -> None:
         stack[-1].append((obj, slot, getattr(obj, slot)))
 
 
-@contextmanager
-def transaction() -> Iterator[None]:
-    """Run a block; if it raises, undo every recorded write (newest first)."""
-    entries: list[tuple[Any, str, Any]] = []
-    _STATE.stack.append(entries)
-    try:
-        yield
-    except BaseException:
-        _STATE.stack.pop()
-        for obj, slot, old in reversed(entries):
-            object.__setattr__(obj, slot, old)
-        raise
-    _STATE.stack.pop()
-    if _STATE.stack:  # a nested backward succeeded: the outer one may still fail
-        _STATE.stack[-1].extend(entries)
+class transaction:
+    """Run a block; if it raises, undo every recorded write (newest first). (A class,
+    not a generator context manager: it wraps every backward.)"""
+
+    __slots__ = ("entries",)
+
+    def __enter__(self) -> None:
+        self.entries: list[tuple[Any, str, Any]] = []
+        _STATE.stack.append(self.entries)
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
+        stack = _STATE.stack
+        stack.pop()
+        if kind is not None:
+            for obj, slot, old in reversed(self.entries):
+                object.__setattr__(obj, slot, old)
+            return False
+        if stack:  # a nested backward succeeded: the outer one may still fail
+            stack[-1].extend(self.entries)
+        return False

@@ -54,6 +54,13 @@ Design notes
   the mode popped, so ``func(*args)`` computes the real result).
 * ``SymProxyTracker``/``set_proxy``/``get_proxy`` map symbols to a tracer's
   proxies through weak references only.
+* ``statically_known`` stays cheap (it runs on every branch a trace takes): a
+  relation between polynomials is decided by the coefficient signs of
+  ``lhs - rhs`` with each size written ``lower + t`` (``t >= 0``); floor, Mod,
+  Max... are never simplified (``sympy.simplify`` took up to a second per fact
+  and nearly always gave up), so such a branch is guarded instead, which is
+  always sound. Proofs are shared by every ``ShapeEnv`` (keyed by the condition
+  and its symbols' lower bounds).
 """
 from __future__ import annotations
 

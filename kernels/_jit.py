@@ -34,6 +34,8 @@ def _traceable(v: Any) -> bool:
         return False
     if isinstance(v, (list, tuple)):
         return any(_traceable(x) for x in v)
+    if isinstance(v, jax.core.Tracer):  # inside a jax trace (a compiled graph's program):
+        raise _InsideTrace  # inline the kernel; a nested jit only adds tracing and lowering
     return isinstance(v, (jax.Array, int, float, complex))
 
 

@@ -107,6 +107,7 @@ def test_every_permutation_of_registrations_gives_the_same_state():
         Backend: _kernel_backend [backend-site]
         CompositeImplicitAutograd: _kernel_composite [composite-site]
         computed table:
+          Autocast: fallback autocast_fallback [amp.autocast_fallback]
           PythonMode: fallback python_mode_fallback [modes.python_mode_fallback]
           Python: fallback python_key_fallback [modes.python_key_fallback]
           Autograd: kernel _kernel_autograd [ag-site]

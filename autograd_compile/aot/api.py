@@ -10,6 +10,7 @@ import weakref
 from typing import Any, Callable, Iterator
 
 from .. import config
+from ..amp.autocast_mode import active_state as active_autocast
 from ..compiled_runtime import picker
 from ..dispatch.keys import TLS
 from ..nn.modules import Module
@@ -26,7 +27,8 @@ BACKENDS = ("jax",)
 _LIVE: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 _SIG_LABELS = ["grad mode", "training flags", "argument structure or constants",
                "argument tensors (dtype, requires_grad, rank)",
-               "parameters and buffers (identity, dtype, requires_grad, shape)"]
+               "parameters and buffers (identity, dtype, requires_grad, shape)",
+               "autocast state"]
 
 
 class Unsupported(RuntimeError):
@@ -85,7 +87,7 @@ class CompiledFunction:
         return (TLS.grad_enabled, self._modules.training(), spec,
                 tuple([(t.dtype, t._requires_grad, t.ndim) for t in leaves]),
                 tuple([(id(t), t.dtype, t._requires_grad, t.ndim if dyn else t.shape)
-                       for t in state]))
+                       for t in state]), active_autocast())
 
     # -- a miss: trace, or fall back --------------------------------------------------------
     def _miss(self, args: tuple, kwargs: dict, leaves: list, state: list, sig: tuple,
@@ -332,9 +334,9 @@ def compile(model: Callable | None = None, *, backend: str = "jax", dynamic: boo
     symbolic sizes (parameters and buffers are graph inputs), derives the backward
     from the same trace, and runs each as one jitted program; later calls reuse the
     trace while its guards hold (grad mode, ``training``, dtypes, requires_grad,
-    parameter identity, sizes). ``dynamic=None`` (default) makes the leading (batch)
-    size of each argument symbolic, so one trace serves every batch size, and every other
-    size static; ``True`` makes all sizes symbolic (parameters' too), ``False`` none.
+    parameter identity, sizes, the autocast state). ``dynamic=None`` (default) makes the
+    leading (batch) size of each argument symbolic, so one trace serves every batch size,
+    and every other size static; ``True`` makes all sizes symbolic (parameters' too), ``False`` none.
     What cannot be traced (``.item()``, ``.numpy()``, Python branches on tensor
     values, hooks registered inside) runs eagerly, logged once; ``fullgraph=True``
     raises :class:`Unsupported` instead. ``mode`` and ``options`` are accepted for

@@ -251,7 +251,7 @@ def _sizes_from_shapes(g: Graph) -> None:
     """A static size the trace inlined (``reshape(t, [-1, 64])``) is read from an input's
     shape instead (``[-1, sym_size(w, 0)]``): the same value here, but when compiled
     autograd inlines this graph, where every size is symbolic, the relation stays visible
-    (``Mod(s0*s1, s1)`` folds; ``Mod(s0*s1, 64)`` needs a slow proof and a guard)."""
+    (``Mod(s0*s1, s1)`` folds; ``Mod(s0*s1, 64)`` would need a guard)."""
     dims: dict[int, tuple[Node, int]] = {}
     for ph in g.find_nodes(op="placeholder"):
         for d, size in enumerate(getattr(ph.meta.get("val"), "shape", ())):

@@ -207,7 +207,7 @@ class _OpInfo:
     """Per-op facts ``_record`` needs, computed once: which arguments are Tensor-typed
     and which of them the formula reads (saved) rather than only their shape."""
 
-    __slots__ = ("tensor_args", "keep", "save_out", "uses")
+    __slots__ = ("tensor_args", "keep", "save_out", "uses", "_kept")
 
     def __init__(self, op: OpOverload, deriv: Derivative | None) -> None:
         args = op.schema.arguments
@@ -220,19 +220,21 @@ class _OpInfo:
         if deriv is not None and deriv.uses is not None:
             index, uses = {a.name: i for i, a in enumerate(args)}, dict(deriv.uses)
             self.uses = tuple(_reads(uses.get(a.name, frozenset()), index) for a in args)
+        self._kept: dict[int, tuple[tuple[bool, ...], bool]] = {}
 
-    def kept(self, bound: list, kinds: tuple[str, ...]) -> tuple[Any, bool]:
-        """Which arguments to save, and whether to save out, for the gradients needed."""
-        if self.uses is None:
-            return self.keep, self.save_out
-        keep, out = [False] * len(kinds), False
-        for v, kind, (reads, reads_out) in zip(bound, kinds, self.uses):
-            if kind == "tensor" and v._requires_grad or \
-                    kind == "list" and any(t._requires_grad for t in v):
-                for j in reads:
-                    keep[j] = True
-                out = out or reads_out
-        return keep, out
+    def kept(self, needs: int) -> tuple[tuple[bool, ...], bool]:
+        """Which arguments to save, and whether to save out, given the bit mask of the
+        arguments whose gradient is needed (memoised per mask: this runs on every op)."""
+        hit = self._kept.get(needs)
+        if hit is None:
+            keep, out = [False] * len(self.uses), False
+            for i, (reads, reads_out) in enumerate(self.uses):
+                if needs >> i & 1:
+                    for j in reads:
+                        keep[j] = True
+                    out = out or reads_out
+            hit = self._kept[needs] = (tuple(keep), out)
+        return hit
 
 
 def _reads(names: frozenset[str], index: dict[str, int]) -> tuple[tuple[int, ...], bool]:
@@ -250,29 +252,31 @@ def _info(op: OpOverload, deriv: Derivative | None) -> _OpInfo:
     return known[1]
 
 
-def _differentiable(bound: list, info: _OpInfo) -> tuple[tuple[str, ...], list[Tensor], bool]:
-    """Each argument's kind, the tensors that get gradients, whether one requires grad
-    (one pass; this runs on every recorded op)."""
-    kinds, tensors, wanted = [], [], False
-    for v, is_tensor_arg in zip(bound, info.tensor_args):
+def _differentiable(bound: list, info: _OpInfo) -> tuple[tuple[str, ...], list[Tensor], int]:
+    """Each argument's kind, the tensors that get gradients, and a bit mask of the
+    arguments that require grad (one pass; this runs on every recorded op)."""
+    kinds, tensors, needs = [], [], 0
+    for i, v in enumerate(bound):
         if isinstance(v, Tensor):
             kinds.append("tensor")
             tensors.append(v)
-            wanted = wanted or v._requires_grad
+            if v._requires_grad:
+                needs |= 1 << i
             continue
-        kind = _arg_kind(v, is_tensor_arg)
+        kind = _arg_kind(v, info.tensor_args[i])
         kinds.append(kind)
         if kind == "list":
             tensors.extend(v)
-            wanted = wanted or any(t._requires_grad for t in v)
-    return tuple(kinds), tensors, wanted
+            if any(t._requires_grad for t in v):
+                needs |= 1 << i
+    return tuple(kinds), tensors, needs
 
 
 def _record(op: OpOverload, bound: list, out: Any, deriv: Derivative | None) -> Any:
     """Wire a new node between ``out`` and the tensors in ``bound``."""
     info = _info(op, deriv)
-    kinds, tensors, wanted = _differentiable(bound, info)
-    if not wanted:
+    kinds, tensors, needs = _differentiable(bound, info)
+    if not needs:
         return out
     outs = out if isinstance(out, tuple) else (out,)
     floating = [isinstance(o, Tensor) and is_floating(o.dtype) for o in outs]
@@ -284,7 +288,7 @@ def _record(op: OpOverload, bound: list, out: Any, deriv: Derivative | None) -> 
     if deriv is None:
         node: Node = ErrorNode(f"the derivative for '{op.qualname}' is not implemented", edges)
     else:
-        keeps, save_out = info.kept(bound, kinds)
+        keeps, save_out = (info.keep, info.save_out) if info.uses is None else info.kept(needs)
         saved = [_save_value(v, k, keep) if k != "other" else v
                  for v, k, keep in zip(bound, kinds, keeps)]
         node = OpNode(op, deriv.fn, edges, saved, kinds)

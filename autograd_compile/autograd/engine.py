@@ -30,6 +30,8 @@ from .node import AccumulateGrad, GraphRoot, Node, gradient_edge
 
 # compiled autograd installs itself here: fn(task) -> bool (True when it ran the task)
 COMPILED_RUNNER: list[Callable[["GraphTask"], bool]] = []
+# and its cache-hit fast path, tried before a GraphTask is built (see backward())
+COMPILED_FAST: list[Callable[[list, list, bool], Any]] = []
 
 
 class _EngineState(threading.local):
@@ -57,6 +59,7 @@ class GraphTask:
         if self.inputs is not None:
             self._plan_inputs()
         self.executed: list[Node] = []
+        self.fast: Any = None  # what compiled autograd's fast path handed over
 
     def _plan_inputs(self) -> None:
         """backward(inputs=)/grad(): run only nodes that lead to an input."""
@@ -159,6 +162,28 @@ def execute(task: GraphTask) -> list[Tensor | None]:
         for node in task.executed:
             node.release_variables()
     return task.captured
+
+
+def run_hit(call: Callable[..., Any], args: tuple, executed: list[Node], keep_graph: bool
+            ) -> None:
+    """``execute`` for compiled autograd's fast path: ``call(*args)`` runs a whole
+    backward (no create_graph) in a journal transaction; saved tensors are freed after."""
+    prev = STATE.create_graph
+    STATE.depth += 1
+    try:
+        with journal.transaction():
+            STATE.create_graph = False
+            prev_grad, TLS.grad_enabled = TLS.grad_enabled, False
+            try:
+                call(*args)
+            finally:
+                TLS.grad_enabled = prev_grad
+    finally:
+        STATE.depth -= 1
+        STATE.create_graph = prev
+    if not keep_graph:
+        for node in executed:
+            node.release_variables()
 
 
 class running:
@@ -480,7 +505,14 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         if not inputs:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
     keep = create_graph if retain_graph is None else retain_graph
-    task = GraphTask(outputs, _root_grads(outputs, grads), keep, create_graph, inputs, True)
+    root_grads = _root_grads(outputs, grads)
+    fast = None
+    if COMPILED_FAST and inputs is None and not create_graph:
+        fast = COMPILED_FAST[0](outputs, root_grads, keep)
+        if fast is True:
+            return
+    task = GraphTask(outputs, root_grads, keep, create_graph, inputs, True)
+    task.fast = fast
     execute(task)
 
 

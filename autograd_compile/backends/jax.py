@@ -23,7 +23,8 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from ..compiled_runtime import HOST_CALLS, WRITES, picker
+from .. import journal
+from ..compiled_runtime import HOST_CALLS, WRITES, accumulate_grad, picker
 from ..dispatch.dispatcher import OpOverload
 from ..dispatch.keys import TLS, DispatchKey
 from ..fx import GraphModule, Node
@@ -37,6 +38,9 @@ try:  # a lifted Python float must stay weakly typed (x_f32 * s stays f32), as i
 except ImportError:  # pragma: no cover - older/newer jax without the private helper
     def weak_scalar(x: Any) -> Any:
         return x
+
+
+_SIZE_MEMO_LIMIT = 64
 
 
 def jax_backend(gm: GraphModule) -> Callable:
@@ -180,7 +184,28 @@ class JaxProgram:
         self.size_steps = [(n, n.args[1], None, (), {}) if n.target is operator.getitem and
                            n.args[0].op == "placeholder" else (n, -1, n.target, n.args, n.kwargs)
                            for n in self.size_order]
+        self._size_memo: dict[tuple, dict[Node, int]] = {}
         self._plan(nodes)
+        self.straight = self._straight_plan()
+
+    def _straight_plan(self) -> tuple | None:
+        """(segment, [(write fn, leaf index, output index)]) when the whole backward is
+        one program followed by ``.grad`` writes of its results and returns nothing (a
+        ``backward()`` without Python hooks): then a call needs no node environment."""
+        if self.output.args[0] or not self.steps or self.steps[0][0] != "segment":
+            return None
+        seg = self.steps[0][1]
+        if seg.ext:
+            return None
+        writes = []
+        for kind, step in self.steps[1:]:
+            if kind != "write":
+                return None
+            fn, target, grad = step
+            if target.args[0].target != "leaves" or grad not in seg.outs:
+                return None
+            writes.append((fn, target.args[1], seg.outs.index(grad)))
+        return seg, writes
 
     def _plan(self, nodes: list[Node]) -> None:
         """Order-preserving schedule: host calls and writes keep their graph order; each
@@ -220,19 +245,59 @@ class JaxProgram:
 
     def __call__(self, inputs: list[Tensor], sizes: list[int], scalars: list[float],
                  hooks: list, leaves: list[Tensor]) -> tuple:
+        if self.straight is not None:
+            return self._run_straight(inputs, sizes, scalars, leaves)
         arrays = [t._data for t in inputs]
-        scalar_arr = np.asarray(scalars, dtype=np.float64)
+        # no scalars: None (an empty pytree) spares a host-to-device copy per call
+        scalar_arr = np.asarray(scalars, dtype=np.float64) if scalars else None
         places = {"hooks": hooks, "leaves": leaves, "sizes": sizes}
         env: dict[Node, Any] = {n: places[where][i] for n, where, i in self.host_slots}
-        for n, i, target, args, kwargs in self.size_steps:  # plain ints: static in programs
-            env[n] = sizes[i] if target is None else target(*_load(args, env),
-                                                            **_load(kwargs, env))
+        env.update(self._static_sizes(sizes))
+        plain = not TLS.mode_stack  # writes may skip the op layer (no mode to see them)
         for kind, step in self.steps:
             if kind == "segment":
                 step.run(env, arrays, scalar_arr)
             elif kind == "write":  # fn(tensor, grad array): no generic arg loading
                 fn, target, grad = step
-                fn(env[target], _make(env[grad]))
+                leaf = env[target]
+                if plain and fn is accumulate_grad and leaf._grad is None:
+                    journal.record(leaf, "_grad")  # what accumulate_into_grad does here
+                    leaf._grad = _make(env[grad])
+                else:
+                    fn(leaf, _make(env[grad]))
             else:
                 env[step] = _unwrap(step.target(*_wrap(_load(step.args, env))))
-        return _wrap(_load(self.output.args[0], env))
+        out = self.output.args[0]
+        return _wrap(_load(out, env)) if out else ()
+
+    def _run_straight(self, inputs: list[Tensor], sizes: list[int], scalars: list[float],
+                      leaves: list[Tensor]) -> tuple:
+        """``__call__`` for a straight plan: the program, then the writes."""
+        seg, writes = self.straight
+        static = seg.static_of(self._static_sizes(sizes))
+        out = seg.fn((), tuple([inputs[i]._data for i in seg.input_ids]),
+                     np.asarray(scalars, dtype=np.float64) if scalars else None, static)
+        plain = not TLS.mode_stack
+        for fn, leaf_i, out_i in writes:
+            leaf = leaves[leaf_i]
+            if plain and fn is accumulate_grad and leaf._grad is None:
+                journal.record(leaf, "_grad")  # what accumulate_into_grad does here
+                leaf._grad = _make(out[out_i])
+            else:
+                fn(leaf, _make(out[out_i]))
+        return ()
+
+    def _static_sizes(self, sizes: list[int]) -> dict[Node, int]:
+        """The size nodes' values (plain ints: static in programs), computed once per
+        distinct ``sizes`` (a training loop repeats the same few)."""
+        key = tuple(sizes)
+        env = self._size_memo.get(key)
+        if env is None:
+            env = {}
+            for n, i, target, args, kwargs in self.size_steps:
+                env[n] = sizes[i] if target is None else target(*_load(args, env),
+                                                                **_load(kwargs, env))
+            if len(self._size_memo) >= _SIZE_MEMO_LIMIT:
+                self._size_memo.clear()
+            self._size_memo[key] = env
+        return env

@@ -2,7 +2,10 @@
 
 Keys are bit positions in a key set; the highest set bit picks the kernel:
 
-    PythonMode > Python > Autograd > Fake > Backend
+    Autocast > PythonMode > Python > Autograd > Fake > Backend
+
+Autocast is on only while ``acg.autocast`` is active (a thread-local included key):
+its casts go down through every other key, so modes, tracers and autograd see them.
 
 ``CompositeImplicitAutograd`` is an alias: a kernel registered there serves
 Autograd, Fake and Backend when no kernel of their own is registered.
@@ -21,6 +24,7 @@ class DispatchKey(IntEnum):
     Autograd = 2
     Python = 3
     PythonMode = 4
+    Autocast = 5
 
     @property
     def bit(self) -> int:

@@ -1,0 +1,176 @@
+"""Compiled autograd's cache-hit fast path: one walk, an exact key, one program call.
+
+A training loop runs the same backward every step, on a new autograd graph of
+the same shape. The general path (:mod:`.compiled_autograd`) walks that graph
+twice (the engine's dependency count, then the collect), builds a key without
+sizes and checks size guards. Here, for ``backward()`` with no hooks in the
+graph and no ``inputs=``/``create_graph``, one walk in the engine's discovery
+order runs the *same* per-node visitors (so runtime inputs, sizes, scalars and
+leaves come out in the very order the cached program expects) and the key
+includes every size exactly. A key seen before maps straight to the cache
+entry the general path chose for it; only its scalar guards are re-checked.
+Anything else (a new key, hooks, a node that cannot be captured) returns a
+:class:`Walk` the general path finishes, and remembers under its key.
+
+>>> import autograd_compile as acg
+>>> w = acg.ones(3, requires_grad=True)
+>>> with acg.compiled_autograd.enable("jax"):
+...     for _ in range(3):
+...         w.grad = None
+...         (w * w).sum().backward()
+>>> w.grad.tolist(), acg.compiled_autograd.counters["captures"]
+([2.0, 2.0, 2.0], 1)
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from .autograd.derivatives import OpNode
+from .autograd.node import AccumulateGrad, GraphRoot, Node, gradient_edge
+from .compiled_nodes import CacheKey, Collector, UsesUnpackHook, memo_of, visit_node
+from .tensor import Tensor
+
+EXACT_LIMIT = 64  # exact keys kept (several per cached graph: one per size combination)
+_EXACT: "OrderedDict[CacheKey, list[Any]]" = OrderedDict()
+_LAST: list = [None, None]  # the exact key of the last backward that hit, its entries
+
+
+class Walk:
+    """One backward's collect, done by the fast walk: the exact key, what the program
+    reads (``col``), the nodes in discovery order (root first), and the cache entry
+    found for the key (None: the general path looks it up or captures)."""
+
+    __slots__ = ("key", "col", "nodes", "held", "entry")
+
+    def __init__(self, key: CacheKey, col: Collector, nodes: list[Node], held: list[Node]
+                 ) -> None:
+        self.key, self.col, self.nodes, self.held, self.entry = key, col, nodes, held, None
+
+
+def collect(roots: list[Tensor], grads: list[Tensor], header: tuple) -> Walk | None:
+    """Walk the graph under ``roots`` as the engine discovers it; None if some node
+    has hooks (the general path snapshots and plans them) or a saved tensor has an
+    unpack hook (the general path calls it, once). The key's items without the sizes
+    are the general cache's key for this graph (see ``Collected.from_walk``)."""
+    col = Collector()
+    col.no_unpack_hooks = True
+    held: list[Node] = []  # nodes that may hold saved tensors (not accumulators)
+    try:
+        nodes = _walk(roots, grads, header, col, held)
+    except UsesUnpackHook:
+        return None
+    if nodes is None:
+        return None
+    items = (tuple(col.key), tuple(col.sizes))
+    last, entries = _LAST
+    if last is not None and last.items == items:  # a loop repeats its backward: no hash
+        walk = Walk(last, col, nodes, held)
+    else:
+        walk = Walk(CacheKey(list(items)), col, nodes, held)  # hashed once
+        entries = _EXACT.get(walk.key)
+        if entries is not None:
+            _LAST[:] = walk.key, entries
+    walk.entry = _pick(entries, col.scalars) if entries else None
+    return walk
+
+
+def _walk(roots: list[Tensor], grads: list[Tensor], header: tuple, col: Collector,
+          held: list[Node]) -> list[Node] | None:
+    """The engine's discovery walk (``engine._dependencies``) visiting each node as it
+    is discovered, exactly as ``Collected`` visits them (so the order of runtime inputs,
+    sizes, scalars and leaves is the one the cached program expects). The hook checks
+    are ``engine._has_hooks``; accumulators (no edges) are visited without a push."""
+    key, sizes, leaves = col.key, col.sizes, col.leaves
+    key.append(header)
+    key.append((GraphRoot, len(grads)))  # visit_root's items: the root gradients first
+    for g in grads:
+        col.tensor(g)
+    nodes: list[Node] = [None]  # type: ignore[list-item]  # the root, made only if needed
+    ids: dict[Node, int] = {}
+    stack = [(0, [gradient_edge(t) for t in roots])]
+    op_node = col.op_node
+    while stack:
+        pid, edges = stack.pop()
+        item: list = [pid]  # which node's edges: the walk can be replayed from the key
+        for nxt, slot in edges:
+            if nxt is None:
+                item.append(-2)
+                continue
+            i = ids.get(nxt)
+            if i is None:
+                i = ids[nxt] = len(nodes)
+                nodes.append(nxt)
+                kind = type(nxt)
+                if kind is AccumulateGrad:
+                    v = nxt.variable
+                    if v._backward_hooks or v._post_acc_hooks or nxt._pre_hooks or \
+                            nxt._post_hooks:
+                        return None
+                    # accumulate_node, inlined (one accumulator per leaf: no dedup)
+                    key.append((AccumulateGrad, v.dtype, v._grad is not None))
+                    key.append(("L", len(leaves)))
+                    leaves.append(v)
+                    for m in nxt.input_meta:
+                        key.append(("M", m.dtype, len(m.shape)))
+                        sizes.extend(m.shape)
+                else:
+                    if nxt._tensor_hooks or nxt._retained or nxt._pre_hooks or \
+                            nxt._post_hooks:
+                        return None
+                    held.append(nxt)
+                    if kind is OpNode and nxt._ca_memo is None:  # first collect: live
+                        nxt._ca_memo = 0
+                        op_node(nxt)
+                    else:
+                        _visit(nxt, col)
+                    stack.append((i, nxt.next_edges))
+            item.append(i if slot == 0 else (i, slot))
+        key.append(tuple(item))
+    return nodes
+
+
+def _visit(node: Node, col: Collector) -> None:
+    """``Collected``'s per-node visit (memo replay, inlined or generic visit)."""
+    memo = memo_of(node)
+    if memo is not None:
+        col.replay_memo(memo, node)
+    elif type(node) is OpNode:
+        col.op_node(node)
+    elif type(node) is AccumulateGrad:
+        col.accumulate_node(node)
+    else:
+        visit_node(node, col)
+
+
+def leaf_ids(col: Collector) -> None:
+    """Fill ``col``'s leaf numbering, which the inlined accumulator visit skips (the
+    capture's replay looks leaves up by it)."""
+    col._leaf_ids = {id(t): i for i, t in enumerate(col.leaves)}
+
+
+def _pick(entries: list, scalars: list) -> Any:
+    """The first entry whose scalar guards hold (the exact key has sizes, not scalars)."""
+    for entry in entries:
+        if all(scalars[i] == v for i, v in entry.scalar_guards):
+            return entry
+    return None
+
+
+def remember(walk: Walk, entry: Any) -> None:
+    """The general path found (or captured) ``entry`` for this walk: map its exact key
+    to it, if the entry's guards accept these sizes and scalars."""
+    col = walk.col
+    if entry.guard_failure(col.sizes, col.scalars) is not None:
+        return
+    entries = _EXACT.setdefault(walk.key, [])
+    if entry not in entries:
+        entries.insert(0, entry)
+    if len(_EXACT) > EXACT_LIMIT:
+        _EXACT.popitem(last=False)
+
+
+def forget() -> None:
+    """Drop every exact key (the general cache was reset or evicted an entry)."""
+    _EXACT.clear()
+    _LAST[:] = None, None
