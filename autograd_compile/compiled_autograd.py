@@ -56,6 +56,7 @@ class Counters(dict):
 
 
 counters = Counters()
+_SEEN_LIMIT = 8  # size lists that decide duck groups: enough to tell coincidences apart
 _CACHE: "OrderedDict[CacheKey, list[CacheEntry]]" = OrderedDict()
 _LOCK = threading.RLock()
 
@@ -258,6 +259,15 @@ def _lookup(c: Collected) -> CacheEntry | None:
     return None
 
 
+def _seen(c: Collected) -> tuple[tuple[int, ...], ...]:
+    """The size lists this graph was captured with before (the newest few, no repeats)."""
+    n, seen = len(c.col.sizes), {}
+    for e in _CACHE.get(c.key, ()):
+        if isinstance(e, CacheEntry):
+            seen.update(dict.fromkeys(s for s in e.sizes.seen if len(s) == n))
+    return tuple(seen)[:_SEEN_LIMIT]
+
+
 def _why_new(new: CacheKey) -> str:
     best, best_len, key = None, -1, new.items
     for old in (k.items for k in _CACHE):
@@ -310,7 +320,7 @@ def run_compiled(task: GraphTask) -> bool:
         entry = _lookup(c)
         if entry is None:
             try:
-                entry = AutogradCompilerInstance(compiler_fn).capture(task, c)
+                entry = AutogradCompilerInstance(compiler_fn).capture(task, c, _seen(c))
             except NotCapturable as e:
                 entry = EAGER_ONLY  # remembered: this graph always runs eagerly
                 log.debug("running this graph eagerly: %s", e)

@@ -2,7 +2,8 @@
 
 The :class:`AutogradCompilerInstance` makes the graph's five inputs
 (``inputs, sizes, scalars, hooks, leaves``), turns collected sizes into
-SymInts (duck-sized: equal sizes share a symbol; 0 and 1 are specialised),
+SymInts (duck-sized: equal sizes share a symbol, unless an earlier capture of
+the graph saw them differ; 0 and 1 are specialised),
 floats into lifted scalars, then runs the engine's own walk with a per-node
 function that applies hooks as ``call_*_hook`` nodes and nodes through their
 own formulas. The result is a GraphModule and the guards under which it is
@@ -84,8 +85,9 @@ class SizeGuards:
     tuple comparisons: numpy's per-call overhead dominates on a hundred sizes)."""
 
     def __init__(self, hints: list[int], shape_env: ShapeEnv, reps: list[int],
-                 symbols: list[sympy.Symbol]) -> None:
+                 symbols: list[sympy.Symbol], seen: tuple[tuple[int, ...], ...] = ()) -> None:
         self.n = len(hints)
+        self.seen = seen or (tuple(hints),)  # the size lists that decided the duck groups
         consts = [i for i, r in enumerate(reps) if r < 0]  # sizes 0 and 1: specialised
         self.const_of, self.const_vals = picker(consts), tuple(hints[i] for i in consts)
         dups = [i for i, r in enumerate(reps) if r >= 0 and r != i]  # duck-sized duplicates
@@ -189,20 +191,25 @@ class AutogradCompilerInstance:
         self.unpack_later: dict[Node, list[tuple[FakeTensor, int]]] = {}
 
     # -- inputs --------------------------------------------------------------------------
-    def begin_capture(self, inputs: list[Tensor], sizes: list[int], scalars: list[float]
-                      ) -> SizeGuards:
-        """Placeholders, symbolic sizes (duck-sized) and lifted scalars."""
+    def begin_capture(self, inputs: list[Tensor], sizes: list[int], scalars: list[float],
+                      seen: tuple[tuple[int, ...], ...] = ()) -> SizeGuards:
+        """Placeholders, symbolic sizes and lifted scalars. Sizes are duck-sized: positions
+        equal now and in every earlier size list ``seen`` for this graph share a symbol, so
+        sizes equal by coincidence at a first capture (batch 16, width 16) are told apart
+        by the next one (PyTorch's automatic dynamic)."""
         self.ph = {n: self.tracer.proxy(self.graph.placeholder(n)) for n in _PLACEHOLDERS}
+        seen = (*seen, tuple(sizes))
         reps, first, symbols = [], {}, []
         for k, v in enumerate(sizes):
+            group = tuple(s[k] for s in seen)
             if v < 2:  # 0, 1 (and negative positions) are specialised, as in PyTorch
                 self.sym_sizes.append(v)
                 reps.append(-1)
-            elif v in first:
-                self.sym_sizes.append(self.sym_sizes[first[v]])
-                reps.append(first[v])
+            elif group in first:
+                self.sym_sizes.append(self.sym_sizes[first[group]])
+                reps.append(first[group])
             else:
-                first[v] = k
+                first[group] = k
                 sym = self.shape_env.create_symint(v, f"sizes[{k}]")
                 set_proxy(self.tracer, sym, self._item("sizes", k))
                 symbols.append(sym.node.expr)
@@ -212,7 +219,7 @@ class AutogradCompilerInstance:
             s = LiftedScalar(v, index=i, is_int=type(v) is int)
             set_proxy(self.tracer, s, self._item("scalars", i))
             self.lifted.append(s)
-        return SizeGuards(list(sizes), self.shape_env, reps, symbols)
+        return SizeGuards(list(sizes), self.shape_env, reps, symbols, seen)
 
     def _item(self, placeholder: str, i: int) -> Proxy:
         key = (placeholder, i)
@@ -337,11 +344,13 @@ class AutogradCompilerInstance:
                 return node.apply(grads)
         return node.apply(grads)
 
-    def capture(self, task: GraphTask, collected: "Collected") -> "CacheEntry":
-        """Replay ``task`` into a graph, compile it, return the cache entry."""
+    def capture(self, task: GraphTask, collected: "Collected",
+                seen: tuple[tuple[int, ...], ...] = ()) -> "CacheEntry":
+        """Replay ``task`` into a graph, compile it, return the cache entry (``seen``: the
+        size lists of this graph's earlier captures)."""
         self.collected = collected
         col = collected.col
-        size_guards = self.begin_capture(col.inputs, col.sizes, col.scalars)
+        size_guards = self.begin_capture(col.inputs, col.sizes, col.scalars, seen)
         replay = Replayer(self, col)
         with _capturing(self, collected.nodes) as swap:
             self.replayed = {n: visit_node(n, replay) for n in collected.nodes}

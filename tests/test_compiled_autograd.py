@@ -70,6 +70,21 @@ def test_one_capture_serves_every_batch_size(backend):
         assert ca.counters["compiles"] == 5  # XLA still builds one program per shape
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_batch_equal_to_a_width_by_chance_is_told_apart_once(backend):
+    """Batch 8 == width 8 at the first capture shares one symbol (duck sizing). Batch 4
+    then equals the input width 4, by chance again: the second capture, having seen both
+    size lists, gives the batch its own symbol, and that capture serves every batch after."""
+    for batch in (8, 4, 12, 20, 8):
+        x, w1, w2 = mlp(batch, seed=batch)
+        with ca.enable(backend):
+            loss_of(x, w1, w2).backward()
+        g1, g2 = jax_grads(x, w1, w2)
+        assert_close(w1.grad, g1, rtol=1e-5, atol=1e-6)
+        assert_close(w2.grad, g2, rtol=1e-5, atol=1e-6)
+    assert ca.counters["captures"] == 2 and ca.counters["cache_hits"] == 3
+
+
 def test_fresh_parameters_same_shapes_reuse_the_capture():
     for seed in range(3):
         x, w1, w2 = mlp(5, seed=seed)
