@@ -119,7 +119,8 @@ def result_type(*values: Any) -> np.dtype:
 
 def cast(value: Any, dtype: np.dtype) -> Any:
     """A jax array (or Python scalar) as ``dtype`` — a no-op when it already is."""
-    if getattr(value, "dtype", None) == dtype:
+    have = getattr(value, "dtype", None)
+    if have is not None and have == dtype:  # numpy finds dtype('float64') == None true
         return value
     return jnp.asarray(value, dtype)
 
