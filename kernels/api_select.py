@@ -16,6 +16,7 @@ import numpy as np
 from autograd_compile.tensor import Tensor
 
 from . import factories as F
+from . import index_reduce as X
 from . import indexing as I
 from . import random as R
 from . import shape as S
@@ -120,10 +121,16 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
             reduce: str | None = None) -> Tensor:
     """A copy of ``input`` with ``src`` (a tensor or number) written at ``index`` along
-    ``dim``; ``reduce`` is not supported."""
-    if reduce is not None:
-        raise NotImplementedError("scatter(reduce=...) is not supported; use scatter_add")
+    ``dim``; ``reduce="add"|"multiply"`` combines instead (as ``scatter_reduce``'s "sum"/"prod",
+    gradients included).
+
+    >>> import autograd_compile as acg
+    >>> acg.ones(3).scatter(0, acg.tensor([2, 2]), 3.0, reduce="multiply").tolist()
+    [1.0, 1.0, 9.0]
+    """
     src = value if src is None else src
+    if reduce is not None:
+        return X.scatter_reduce(input, dim, index, *_legacy_reduce(input, index, src, reduce))
     if isinstance(src, Tensor):
         return I.scatter(input, dim, index, src)
     return I.scatter_value(input, dim, index, src)
@@ -131,12 +138,86 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
 
 def _scatter_(self: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
               reduce: str | None = None) -> Tensor:
-    if reduce is not None:
-        raise NotImplementedError("scatter_(reduce=...) is not supported; use scatter_add_")
     src = value if src is None else src
+    if reduce is not None:
+        return X.scatter_reduce_(self, dim, index, *_legacy_reduce(self, index, src, reduce))
     if isinstance(src, Tensor):
         return I.scatter_(self, dim, index, src)
     return I.scatter_value_(self, dim, index, src)
+
+
+_LEGACY_REDUCE = {"add": "sum", "multiply": "prod"}
+
+
+def _legacy_reduce(input: Tensor, index: Tensor, src: Any, reduce: str) -> tuple[Tensor, str]:
+    """scatter(reduce=) as scatter_reduce's (src, reduction); a number fills index's shape."""
+    if reduce not in _LEGACY_REDUCE:
+        raise RuntimeError(f"reduce argument must be either add or multiply., got {reduce!r}")
+    if not isinstance(src, Tensor):
+        src = F.full(list(index.shape), src, dtype=input.dtype)
+    return src, _LEGACY_REDUCE[reduce]
+
+
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: builtins.bool = True) -> Tensor:
+    """``input`` with each ``src`` entry combined into the entry ``index`` names along ``dim``
+    (as in ``gather``), by ``reduce``: "sum", "prod", "mean", "amax" or "amin";
+    ``include_self=False`` leaves ``input``'s own values out wherever something lands.
+
+    >>> import autograd_compile as acg
+    >>> x = acg.tensor([1.0, 2.0, 3.0])
+    >>> x.scatter_reduce(0, acg.tensor([0, 0, 2]), acg.tensor([5.0, 6.0, 7.0]), "mean",
+    ...                  include_self=False).tolist()
+    [5.5, 2.0, 7.0]
+    """
+    return X.scatter_reduce(input, dim, index, src, reduce, include_self=include_self)
+
+
+def _scatter_reduce_(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                     include_self: builtins.bool = True) -> Tensor:
+    return X.scatter_reduce_(self, dim, index, src, reduce, include_self=include_self)
+
+
+# -- writes of whole slices along a dim -----------------------------------------------------------
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
+              alpha: Any = 1) -> Tensor:
+    """``input`` with ``alpha * source[i]`` added to slice ``index[i]`` along ``dim``
+    (repeated indices accumulate).
+
+    >>> import autograd_compile as acg
+    >>> acg.zeros(3, 2).index_add(0, acg.tensor([2, 0, 2]), acg.ones(3, 2), alpha=2).tolist()
+    [[2.0, 2.0], [0.0, 0.0], [4.0, 4.0]]
+    """
+    return X.index_add(input, dim, index, source, alpha=alpha)
+
+
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """``input`` with slice ``index[i]`` along ``dim`` replaced by ``source[i]``.
+
+    >>> import autograd_compile as acg
+    >>> acg.zeros(3).index_copy(0, acg.tensor([2, 0]), acg.tensor([5.0, 6.0])).tolist()
+    [6.0, 0.0, 5.0]
+    """
+    return X.index_copy(input, dim, index, source)
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    """``input`` with the slices ``index`` along ``dim`` set to ``value`` (a number, or a 0-d
+    tensor, which then gets a gradient).
+
+    >>> import autograd_compile as acg
+    >>> acg.zeros(2, 3).index_fill(1, acg.tensor([0, 2]), -1.0).tolist()
+    [[-1.0, 0.0, -1.0], [-1.0, 0.0, -1.0]]
+    """
+    if isinstance(value, Tensor):
+        return X.index_fill_tensor(input, dim, index, value)
+    return X.index_fill(input, dim, index, value)
+
+
+def _index_fill_(self: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    if isinstance(value, Tensor):
+        return X.index_fill_tensor_(self, dim, index, value)
+    return X.index_fill_(self, dim, index, value)
 
 
 # -- sampling -------------------------------------------------------------------------------------
@@ -225,11 +306,17 @@ def tensor_methods() -> dict[str, Any]:
     """Methods for ``Tensor`` (installed by _methods.install_tensor_methods)."""
     m: dict[str, Any] = {n: globals()[n] for n in (
         "tril", "triu", "topk", "sort", "argsort", "isclose", "masked_select", "scatter",
-        "multinomial", "bernoulli")}
+        "multinomial", "bernoulli", "scatter_reduce", "index_add", "index_copy",
+        "index_fill")}
     m.update({
         "tril_": inplace_method(S.tril_), "triu_": inplace_method(S.triu_),
         "scatter_": inplace_method(_scatter_),
         "scatter_add_": inplace_method(I.scatter_add_),
+        "scatter_reduce_": inplace_method(_scatter_reduce_),
+        "index_add_": inplace_method(lambda self, dim, index, source, *, alpha=1: X.index_add_(
+            self, dim, index, source, alpha=alpha)),
+        "index_copy_": inplace_method(X.index_copy_),
+        "index_fill_": inplace_method(_index_fill_),
         "msort": lambda self: sort(self, 0).values,
     })
     return m
@@ -237,4 +324,5 @@ def tensor_methods() -> dict[str, Any]:
 
 __all__ = ["tril", "triu", "isclose", "einsum", "topk", "sort", "argsort", "masked_select",
            "scatter", "multinomial", "bernoulli", "randperm", "normal", "linspace", "seed",
-           "get_rng_state", "set_rng_state", "from_numpy"]
+           "get_rng_state", "set_rng_state", "from_numpy", "scatter_reduce", "index_add",
+           "index_copy", "index_fill"]

@@ -113,8 +113,64 @@ ERRORS: list[tuple[str, Callable[[], tuple], Callable[..., Any], list[str]]] = [
     ("cross_entropy_target_range", lambda: (t(2, 5), ints(1, 7)), F.cross_entropy,
      ["acg::cross_entropy", "Target 7 is out of bounds"]),
     ("mse_shapes", lambda: (t(2, 3), t(4)), F.mse_loss, ["acg::mse_loss", "must match"]),
+    # index writes and scatter_reduce (PyTorch's types: see ERROR_TYPES below)
+    ("index_add_index_dtype", lambda: (t(3, 2), t(2), t(2, 2)),
+     lambda x, i, s: x.index_add(0, i, s),
+     ["acg::index_add", "int32/int64 for index", "float32", "Tensor[3, 2] float32"]),
+    ("index_add_source_shape", lambda: (t(3, 2), ints(0, 1), t(2, 3)),
+     lambda x, i, s: x.index_add(0, i, s),
+     ["acg::index_add", "source tensor shape must match self tensor shape", "[3, 2]",
+      "Tensor[2, 3] float32"]),
+    ("index_add_count", lambda: (t(3, 2), ints(0, 1, 2), t(2, 2)),
+     lambda x, i, s: x.index_add(0, i, s),
+     ["acg::index_add", "Number of indices (3) should be equal to source.size(dim) (2)"]),
+    ("index_add_source_dtype", lambda: (t(3, 2), ints(0), t(1, 2, dtype=acg.float64)),
+     lambda x, i, s: acg.index_add(x, 0, i, s),
+     ["acg::index_add", "self (float32) and source (float64) must have the same scalar type"]),
+    ("index_add_bad_dim", lambda: (t(3, 2), ints(0), t(1, 2)),
+     lambda x, i, s: x.index_add(2, i, s), ["acg::index_add", "Dimension out of range"]),
+    ("index_copy_index_dtype", lambda: (t(3, 2), t(1), t(1, 2)),
+     lambda x, i, s: x.index_copy(0, i, s),
+     ["acg::index_copy", "Expected a long tensor for index, but got float32"]),
+    ("index_fill_index_ndim", lambda: (t(3, 2), acg.tensor([[0]])),
+     lambda x, i: x.index_fill(0, i, 1.0),
+     ["acg::index_fill.int_Scalar", "vector/scalar", "Tensor[1, 1] int64"]),
+    ("index_fill_value_ndim", lambda: (t(3, 2), ints(0), t(2)),
+     lambda x, i, v: x.index_fill(0, i, v),
+     ["acg::index_fill.int_Tensor", "0-dimensional value tensor", "Tensor[2] float32"]),
+    ("scatter_reduce_index_dtype", lambda: (t(3, 4), t(3, 2), t(3, 2)),
+     lambda x, i, s: x.scatter_reduce(1, i, s, "sum"),
+     ["acg::scatter_reduce.two", "int64 for index", "float32"]),
+    ("scatter_reduce_ndim", lambda: (t(3, 4), ints(0, 1), t(2)),
+     lambda x, i, s: x.scatter_reduce(1, i, s, "amax"),
+     ["acg::scatter_reduce.two", "same number of dimensions", "Tensor[3, 4] float32"]),
+    ("scatter_reduce_sizes", lambda: (t(3, 4), acg.zeros(3, 5, dtype=acg.int64), t(3, 4)),
+     lambda x, i, s: x.scatter_reduce(1, i, s, "mean"),
+     ["acg::scatter_reduce.two", "Expected index [3, 5] to be smaller than self [3, 4] apart "
+      "from dimension 1 and to be smaller size than src [3, 4]"]),
+    ("scatter_reduce_src_dtype", lambda: (t(3), ints(0), t(1, dtype=acg.float64)),
+     lambda x, i, s: x.scatter_reduce(0, i, s, "prod"),
+     ["acg::scatter_reduce.two", "self.dtype to be equal to src.dtype", "float64"]),
+    ("scatter_reduce_mode", lambda: (t(3), ints(0), t(1)),
+     lambda x, i, s: x.scatter_reduce(0, i, s, "max"),
+     ["acg::scatter_reduce.two", "must be either sum, prod, mean, amax or amin, got max"]),
+    ("index_add_out_of_range", lambda: (t(3, 2), ints(0, 5), t(2, 2)),
+     lambda x, i, s: x.index_add(0, i, s),
+     ["acg::index_add", "index 5 is out of bounds for dimension 0 with size 3"]),
+    ("index_fill_out_of_range", lambda: (t(3, 2), ints(-4)), lambda x, i: x.index_fill(0, i, 1.0),
+     ["acg::index_fill", "index -4 is out of bounds for dimension 0 with size 3"]),
+    ("scatter_reduce_out_of_range", lambda: (t(2, 3), acg.tensor([[0, 3]]), t(1, 2)),
+     lambda x, i, s: x.scatter_reduce(1, i, s, "sum"),
+     ["acg::scatter_reduce.two", "index 3 is out of bounds for dimension 1 with size 3"]),
 ]
-FAKEABLE = [e for e in ERRORS if e[0] not in ("index_tensor_bounds", "cross_entropy_target_range")]
+# PyTorch's exception class where it is not a plain RuntimeError (ours is also an OpError)
+ERROR_TYPES = {"index_add_count": IndexError, "index_add_bad_dim": IndexError,
+               "index_copy_index_dtype": IndexError, "index_fill_index_ndim": IndexError,
+               "index_add_out_of_range": IndexError, "index_fill_out_of_range": IndexError,
+               "scatter_reduce_out_of_range": IndexError}
+EAGER_ONLY = ("index_tensor_bounds", "cross_entropy_target_range", "index_add_out_of_range",
+              "index_fill_out_of_range", "scatter_reduce_out_of_range")  # need the values
+FAKEABLE = [e for e in ERRORS if e[0] not in EAGER_ONLY]
 
 
 @pytest.mark.parametrize("name,make,call,needles", ERRORS, ids=[e[0] for e in ERRORS])
@@ -125,6 +181,14 @@ def test_eager_error_names_op_shapes_dtypes(name: str, make: Callable, call: Cal
     assert isinstance(info.value, OpError)
     for needle in needles:
         assert needle in str(info.value), (needle, str(info.value))
+
+
+@pytest.mark.parametrize("name", sorted(ERROR_TYPES))
+def test_error_has_pytorchs_exception_type(name: str) -> None:
+    _, make, call, _ = next(e for e in ERRORS if e[0] == name)
+    with pytest.raises(ERROR_TYPES[name]) as info:
+        call(*make())
+    assert isinstance(info.value, OpError)
 
 
 @pytest.mark.parametrize("name,make,call,needles", FAKEABLE, ids=[e[0] for e in FAKEABLE])

@@ -1,0 +1,130 @@
+"""Op-table cases for the index writes and rearrangements real programs reach second
+(index_add/copy/fill, scatter_reduce, roll, repeat_interleave, cumprod, diff, ...);
+test_ops.py runs them through every check (forward vs jnp, backward vs jax.vjp and numerical
+gradients in float64, fake and symbolic shapes).
+
+References are written independently of our kernels: one-hot sums and products instead of
+scatters, so a wrong position or a wrong combination shows.
+"""
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+import autograd_compile as acg
+from _op_spec import Case, I, T, V
+
+
+def _hits(idx, n):
+    """[..., K, n] booleans: index entry k names position p."""
+    return idx[..., :, None] == jnp.arange(n)
+
+
+def _onehot(idx, n, dtype):
+    return _hits(idx, n).astype(dtype)
+
+
+# -- index_add / index_copy / index_fill references (dim 0 and dim 1 of a matrix) ---------------
+def _index_add_rows(x, i, s, alpha=1):
+    return x + alpha * (_onehot(i, x.shape[0], x.dtype).T @ s)
+
+
+def _index_add_cols(x, i, s, alpha=1):
+    return x + alpha * (s @ _onehot(i, x.shape[1], x.dtype))
+
+
+def _index_copy_rows(x, i, s):  # indices unique
+    hit = _onehot(i, x.shape[0], x.dtype)
+    return x * (1 - hit.sum(0))[:, None] + hit.T @ s
+
+
+def _filled(i, n):
+    return _hits(i.reshape(-1) % n, n).any(0)
+
+
+# -- scatter_reduce reference along dim 1 of a matrix --------------------------------------------
+_NEUTRAL = {"sum": 0.0, "prod": 1.0, "mean": 0.0, "amax": -jnp.inf, "amin": jnp.inf}
+
+
+def _scatter_reduce_ref(x, idx, src, reduce, include_self=True):
+    hit = _hits(idx, x.shape[1])  # R, K, C
+    s = src[:, :idx.shape[1], None]
+    vals = jnp.where(hit, s, _NEUTRAL[reduce])
+    landed = hit.any(1)
+    base = x if include_self else jnp.where(landed, _NEUTRAL[reduce], x)
+    if reduce == "sum":
+        return base + vals.sum(1)
+    if reduce == "prod":
+        return base * vals.prod(1)
+    if reduce == "mean":
+        n = hit.sum(1) + (1 if include_self else 0)
+        return (base + vals.sum(1)) / jnp.where(n == 0, 1, n)
+    pick = jnp.maximum if reduce == "amax" else jnp.minimum
+    return pick(base, vals.max(1) if reduce == "amax" else vals.min(1))
+
+
+# prod with zeros: a group with one zero, one with two, one where only self is zero
+ZX = V([[1.5, 0.0, -2.0, 0.5], [0.7, -1.2, 0.9, 2.0]])
+ZI = V([[0, 0, 1], [3, 3, 2]], "int")
+ZS = V([[0.0, 2.0, 3.0], [0.0, 0.0, -0.5]])
+SI = V([[1, 3, 1, 0], [2, 2, 2, 0], [3, 0, 1, 1]], "int")  # repeated targets per row
+
+
+def _sr_case(name, reduce, include_self=True, args=(T(3, 4), SI, T(3, 5))):
+    return Case(name, lambda x, i, s: x.scatter_reduce(1, i, s, reduce,
+                                                       include_self=include_self),
+                lambda x, i, s: _scatter_reduce_ref(x, i, s, reduce, include_self), args)
+
+
+MORE_CASES: list[Case] = [
+    # index_add
+    Case("index_add_rows_repeated", lambda x, i, s: x.index_add(0, i, s), _index_add_rows,
+         (T(3, 4), I(5, hi=3), T(5, 4)), double=True),
+    Case("index_add_cols_alpha", lambda x, i, s: acg.index_add(x, -1, i, s, alpha=-2.5),
+         lambda x, i, s: _index_add_cols(x, i, s, -2.5), (T(3, 4), I(2, hi=4), T(3, 2))),
+    Case("index_add_inplace", lambda x, i, s: (x * 1).index_add_(0, i, s, alpha=2),
+         lambda x, i, s: _index_add_rows(x, i, s, 2), (T(4, 2), V([3, 3, 0], "int"),
+                                                      T(3, 2))),
+    Case("index_add_ints", lambda x, i, s: x.index_add(0, i, s),
+         lambda x, i, s: x + (_onehot(i, 4, jnp.int64).T @ s), (I(4, 2, hi=9), V([1, 1], "int"),
+                                                                 I(2, 2, hi=5)), grad=False),
+    # index_copy
+    Case("index_copy_rows", lambda x, i, s: x.index_copy(0, i, s), _index_copy_rows,
+         (T(4, 3), V([2, 0], "int"), T(2, 3))),
+    Case("index_copy_inplace_cols", lambda x, i, s: (x * 1).index_copy_(1, i, s),
+         lambda x, i, s: _index_copy_rows(x.T, i, s.T).T, (T(2, 4), V([3, 1, 0], "int"),
+                                                           T(2, 3))),
+    # index_fill
+    Case("index_fill_scalar_neg_repeated", lambda x, i: x.index_fill(1, i, -0.5),
+         lambda x, i: jnp.where(_filled(i, 4), -0.5, x), (T(3, 4), V([-1, 0, 3], "int"))),
+    Case("index_fill_tensor_value", lambda x, i, v: acg.index_fill(x, 0, i, v),
+         lambda x, i, v: jnp.where(_filled(i, 3)[:, None], v, x),
+         (T(3, 4), V([2, 2, 0], "int"), T())),
+    Case("index_fill_inplace", lambda x, i, v: (x * 1).index_fill_(0, i, v),
+         lambda x, i, v: jnp.where(_filled(i, 3)[:, None], v, x), (T(3, 2), V(1, "int"), T())),
+    # scatter_reduce: every reduction, with and without self
+    _sr_case("scatter_reduce_sum", "sum"),
+    _sr_case("scatter_reduce_prod", "prod"),
+    _sr_case("scatter_reduce_mean", "mean"),
+    _sr_case("scatter_reduce_amax", "amax"),
+    _sr_case("scatter_reduce_amin", "amin"),
+    _sr_case("scatter_reduce_sum_exclude_self", "sum", False),
+    _sr_case("scatter_reduce_mean_exclude_self", "mean", False),
+    _sr_case("scatter_reduce_amax_exclude_self", "amax", False),
+    _sr_case("scatter_reduce_prod_zeros", "prod", True, (ZX, ZI, ZS)),
+    _sr_case("scatter_reduce_prod_zeros_exclude_self", "prod", False, (ZX, ZI, ZS)),
+    Case("scatter_reduce_dim0_inplace", lambda x, i, s: (x * 1).scatter_reduce_(
+        0, i, s, "amin"), lambda x, i, s: _scatter_reduce_ref(x.T, i.T, s.T, "amin").T,
+        (T(4, 3), V([[1, 3, 1], [1, 0, 2]], "int"), T(2, 3))),
+    Case("scatter_reduce_mean_ints", lambda x, i, s: x.scatter_reduce(1, i, s, "mean"),
+         lambda x, i, s: (x + jnp.where(_hits(i, 4), s[:, :, None], 0).sum(1))
+         // (1 + _hits(i, 4).sum(1)), (I(3, 4, hi=9), SI, I(3, 4, hi=9)), grad=False),
+    Case("scatter_reduce_legacy_add", lambda x, i, s: x.scatter(1, i, s, reduce="add"),
+         lambda x, i, s: _scatter_reduce_ref(x, i, s, "sum"), (T(3, 4), SI, T(3, 4))),
+    Case("scatter_reduce_legacy_multiply_value", lambda x, i: acg.scatter(
+        x, 1, i, 1.5, reduce="multiply"), lambda x, i: _scatter_reduce_ref(
+        x, i, jnp.full(i.shape, 1.5), "prod"), (T(3, 4), SI)),
+    Case("scatter_reduce_legacy_inplace", lambda x, i, s: (x * 1).scatter_(
+        1, i, s, reduce="multiply"), lambda x, i, s: _scatter_reduce_ref(x, i, s, "prod"),
+        (T(3, 4), SI, T(3, 4))),
+]
