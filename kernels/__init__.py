@@ -10,8 +10,8 @@ methods), :mod:`.views` makes in-place ops on views write through to their base.
 """
 from . import factories, elementwise, indexing, reductions, shape, linalg, nn  # noqa: F401
 from . import attention, conv, losses, random, sorting  # noqa: F401
-from . import index_reduce  # noqa: F401
+from . import index_reduce, rearrange  # noqa: F401
 
 __all__ = ["factories", "elementwise", "indexing", "reductions", "shape", "linalg", "nn",
            "attention", "conv", "losses", "random", "sorting",
-           "index_reduce"]
+           "index_reduce", "rearrange"]

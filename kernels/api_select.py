@@ -11,16 +11,21 @@ from __future__ import annotations
 import builtins
 from typing import Any, NamedTuple, Sequence
 
+import jax
 import numpy as np
 
+from autograd_compile.symbolic_shapes import SymInt
 from autograd_compile.tensor import Tensor
 
 from . import factories as F
 from . import index_reduce as X
 from . import indexing as I
 from . import random as R
+from . import rearrange as RA
+from . import reductions as RD
 from . import shape as S
 from . import sorting as O
+from .elementwise import nan_to_num as _nan_to_num_op, nan_to_num_ as _nan_to_num_op_
 from ._dtypes import BOOL, as_dtype, category
 from ._shapes import broadcast_shapes, shapes_equal
 from .api import _leaf, _sizes, return_types, tensor
@@ -220,6 +225,107 @@ def _index_fill_(self: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     return X.index_fill_(self, dim, index, value)
 
 
+# -- rearranging along a dim ---------------------------------------------------------------------
+def _ints(v: Any) -> list:
+    return [v] if isinstance(v, (builtins.int, SymInt)) else list(v)
+
+
+def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
+    """Entries shifted by ``shifts`` along ``dims`` (wrapping around); no ``dims``: the
+    flattened tensor is rolled, then reshaped back.
+
+    >>> import autograd_compile as acg
+    >>> acg.tensor([[1, 2], [3, 4]]).roll(1, 0).tolist(), acg.tensor([1, 2, 3]).roll(-1).tolist()
+    ([[3, 4], [1, 2]], [2, 3, 1])
+    """
+    return RA.roll(input, _ints(shifts), [] if dims is None else _ints(dims))
+
+
+def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None, *,
+                      output_size: Any = None) -> Tensor:
+    """Each entry repeated ``repeats`` times along ``dim`` (None: of the flattened tensor);
+    ``repeats`` is an int or a tensor (one count per entry, or one for all). A tensor of
+    repeats makes the output length data: read from it eagerly; under fake or traced tensors
+    pass ``output_size`` (the total) or get a RuntimeError saying so.
+    ``repeat_interleave(repeats)`` alone repeats the positions 0, 1, ...
+
+    >>> import autograd_compile as acg
+    >>> acg.repeat_interleave(acg.tensor([[1, 2], [3, 4]]), acg.tensor([1, 2]), dim=0).tolist()
+    [[1, 2], [3, 4], [3, 4]]
+    >>> acg.repeat_interleave(acg.tensor([2, 0, 1])).tolist()
+    [0, 0, 2]
+    """
+    if repeats is None:
+        repeats, dim = input, 0
+        input = F.arange(0, input.shape[0] if input.ndim else 1, 1, dtype=np.dtype("int64"))
+    if not isinstance(repeats, Tensor):
+        return RA.repeat_interleave_int(input, repeats, dim, output_size=output_size)
+    if output_size is None and type(repeats) is Tensor and not isinstance(
+            repeats.__jax_array__(), jax.core.Tracer):  # concrete: the total is readable
+        output_size = _repeat_total(input, repeats, dim)
+    return RA.repeat_interleave(input, repeats, dim, output_size=output_size)
+
+
+def _repeat_total(input: Tensor, repeats: Tensor, dim: int | None) -> int:
+    counts = np.asarray(repeats)
+    if dim is None:
+        n = input.numel()
+    else:
+        n = input.shape[RA.wrap_dim(dim, input.ndim)] if input.ndim else 1
+    return builtins.int(counts.sum()) * (n if counts.size == 1 else 1)
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    """``gather`` along ``dim`` after broadcasting ``input`` and ``indices`` outside it
+    (no ``dim``: both flattened).
+
+    >>> import autograd_compile as acg
+    >>> x = acg.tensor([[10, 30, 20], [60, 40, 50]])
+    >>> acg.take_along_dim(x, x.argmax(1, keepdim=True), 1).tolist()
+    [[30], [60]]
+    """
+    return RA.take_along_dim(input, indices, dim)
+
+
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
+         append: Tensor | None = None) -> Tensor:
+    """The ``n``-th forward difference along ``dim``, after joining ``prepend``/``append``
+    (bool tensors: logical xor).
+
+    >>> import autograd_compile as acg
+    >>> acg.diff(acg.tensor([1, 3, 6]), prepend=acg.tensor([0])).tolist()
+    [1, 2, 3]
+    """
+    return RA.diff(input, n, dim, prepend, append)
+
+
+def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """Running product along ``dim`` (integers accumulate in int64); its gradient is exact
+    where the input has zeros.
+
+    >>> import autograd_compile as acg
+    >>> acg.tensor([2.0, 3.0, 0.0, 4.0]).cumprod(0).tolist()
+    [2.0, 6.0, 0.0, 0.0]
+    """
+    return RD.cumprod(input, dim, dtype=as_dtype(dtype))
+
+
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Tensor:
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by default 0 and the
+    dtype's largest and lowest finite values).
+
+    >>> import autograd_compile as acg
+    >>> acg.tensor([float("nan"), float("inf"), 1.0]).nan_to_num(posinf=9.0).tolist()
+    [0.0, 9.0, 1.0]
+    """
+    return _nan_to_num_op(input, *_nan_args(nan, posinf, neginf))
+
+
+def _nan_args(nan: Any, posinf: Any, neginf: Any) -> tuple:
+    return tuple(None if v is None else builtins.float(v) for v in (nan, posinf, neginf))
+
+
 # -- sampling -------------------------------------------------------------------------------------
 def multinomial(input: Tensor, num_samples: int, replacement: builtins.bool = False, *,
                 generator: Any = None) -> Tensor:
@@ -307,7 +413,8 @@ def tensor_methods() -> dict[str, Any]:
     m: dict[str, Any] = {n: globals()[n] for n in (
         "tril", "triu", "topk", "sort", "argsort", "isclose", "masked_select", "scatter",
         "multinomial", "bernoulli", "scatter_reduce", "index_add", "index_copy",
-        "index_fill")}
+        "index_fill", "roll", "repeat_interleave", "take_along_dim", "diff", "cumprod",
+        "nan_to_num")}
     m.update({
         "tril_": inplace_method(S.tril_), "triu_": inplace_method(S.triu_),
         "scatter_": inplace_method(_scatter_),
@@ -317,6 +424,10 @@ def tensor_methods() -> dict[str, Any]:
             self, dim, index, source, alpha=alpha)),
         "index_copy_": inplace_method(X.index_copy_),
         "index_fill_": inplace_method(_index_fill_),
+        "cumprod_": inplace_method(lambda self, dim, *, dtype=None: RD.cumprod_(
+            self, dim, dtype=as_dtype(dtype))),
+        "nan_to_num_": inplace_method(lambda self, nan=0.0, posinf=None, neginf=None:
+                                      _nan_to_num_op_(self, *_nan_args(nan, posinf, neginf))),
         "msort": lambda self: sort(self, 0).values,
     })
     return m
@@ -325,4 +436,5 @@ def tensor_methods() -> dict[str, Any]:
 __all__ = ["tril", "triu", "isclose", "einsum", "topk", "sort", "argsort", "masked_select",
            "scatter", "multinomial", "bernoulli", "randperm", "normal", "linspace", "seed",
            "get_rng_state", "set_rng_state", "from_numpy", "scatter_reduce", "index_add",
-           "index_copy", "index_fill"]
+           "index_copy", "index_fill", "roll", "repeat_interleave", "take_along_dim", "diff",
+           "cumprod", "nan_to_num"]

@@ -107,14 +107,81 @@ def test_scatter_with_reduce_checks_the_mode() -> None:
     assert x.scatter_(0, i, acg.tensor([2.0, 3.0]), reduce="add").tolist() == [2.0, 3.0, 0.0]
 
 
+# -- roll, repeat_interleave, cumprod, take_along_dim, nan_to_num, diff -------------------------
+def test_rearrangements_in_every_mode(mode) -> None:
+    rng = np.random.default_rng(3)
+    x0, p0 = rng.standard_normal((3, 4)), rng.standard_normal((3, 1))
+    x0[1, 2] = x0[2, 0] = 0.0  # cumprod's zeros
+    x, p = _leaves(x0, p0)
+    reps, idx = np.array([2, 0, 1, 3]), np.array([[3, 0], [1, 1], [2, 3]])
+    y = x.roll(1, 1).cumprod(1)
+    y = acg.repeat_interleave(y, acg.tensor(reps), dim=1)  # the length read from the repeats
+    y = y.diff(dim=1, prepend=p) * acg.take_along_dim(x, acg.tensor(idx), 1).sum(1, keepdim=True)
+    z = (y.repeat_interleave(2, dim=0) / x.sum()).nan_to_num()
+    with mode():
+        (z * z).sum().backward()
+
+    def ref(x, p):
+        y = jnp.repeat(jnp.cumprod(jnp.roll(x, 1, 1), 1), reps, 1)
+        y = jnp.diff(y, axis=1, prepend=p) * jnp.take_along_axis(x, idx, 1).sum(1, keepdims=True)
+        z = jnp.nan_to_num(jnp.repeat(y, 2, 0) / x.sum())
+        return (z * z).sum()
+    _check([x, p], _grads(ref, x0, p0))
+
+
+def test_repeat_interleave_with_tensor_repeats_needs_output_size_when_traced() -> None:
+    from autograd_compile.fake import FakeTensorMode
+    x, r = acg.ones(3, 2), acg.tensor([1, 0, 2])
+    assert x.repeat_interleave(r, dim=0).shape == (3, 2)  # eager: read from the values
+    with FakeTensorMode() as m:
+        fx, fr = m.from_tensor(x), m.from_tensor(r)
+        assert fx.repeat_interleave(fr, dim=0, output_size=3).shape == (3, 2)
+        with pytest.raises(RuntimeError, match="pass output_size="):
+            fx.repeat_interleave(fr, dim=0)
+    with pytest.raises(RuntimeError, match="Invalid output_size, expected 3 but got 4"):
+        x.repeat_interleave(r, dim=0, output_size=4)
+    with pytest.raises(RuntimeError, match="repeats can not be negative"):
+        x.repeat_interleave(acg.tensor([1, -1, 2]), dim=0)
+    with pytest.raises(RuntimeError, match="repeats can not be negative"):
+        x.repeat_interleave(-1)
+
+
+def test_repeat_interleave_gradient_sums_the_copies_in_every_mode(mode) -> None:
+    x = acg.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x.repeat_interleave(acg.tensor([3, 1]), dim=1)
+    with mode():
+        (y * acg.tensor([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]])).sum().backward()
+    assert y.tolist() == [[1.0, 1.0, 1.0, 2.0], [3.0, 3.0, 3.0, 4.0]]
+    assert x.grad.tolist() == [[6.0, 4.0], [18.0, 8.0]]
+
+
+def test_nan_to_num_defaults_are_the_dtype_extremes() -> None:
+    for dtype in (acg.float32, acg.float64):
+        x = acg.tensor([float("nan"), float("inf"), -float("inf"), 1.5], dtype=dtype)
+        info = np.finfo(np.dtype(dtype))
+        assert x.nan_to_num().tolist() == [0.0, float(info.max), float(info.min), 1.5]
+    ints = acg.tensor([1, 2])
+    assert ints.nan_to_num().tolist() == [1, 2] and ints.nan_to_num().dtype == acg.int64
+
+
+def test_cumprod_gradient_at_zeros_is_the_product_of_the_others(mode) -> None:
+    x = acg.tensor([2.0, 0.0, 3.0, 0.0, 5.0], requires_grad=True)
+    with mode():
+        x.cumprod(0).sum().backward()
+    # d/dx_k sum_j prod_{i<=j} x_i, written out by hand
+    assert x.grad.tolist() == [1.0, 2.0 + 2 * 3.0, 0.0, 0.0, 0.0]
+
+
 def test_docstring_examples_run() -> None:
     import doctest
-    from autograd_compile.kernels import api_select, index_reduce
-    assert doctest.testmod(index_reduce).failed == 0
+    from autograd_compile.kernels import api_select, index_reduce, rearrange
+    for module in (index_reduce, rearrange):
+        assert doctest.testmod(module).failed == 0, module.__name__
     finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner()
     for name in DOCUMENTED:
         tests = finder.find(getattr(api_select, name), globs={})
         assert tests and all(runner.run(t).failed == 0 for t in tests), name
 
 
-DOCUMENTED = ["scatter", "scatter_reduce", "index_add", "index_copy", "index_fill"]
+DOCUMENTED = ["scatter", "scatter_reduce", "index_add", "index_copy", "index_fill", "roll",
+              "repeat_interleave", "take_along_dim", "diff", "cumprod", "nan_to_num"]

@@ -162,12 +162,39 @@ ERRORS: list[tuple[str, Callable[[], tuple], Callable[..., Any], list[str]]] = [
     ("scatter_reduce_out_of_range", lambda: (t(2, 3), acg.tensor([[0, 3]]), t(1, 2)),
      lambda x, i, s: x.scatter_reduce(1, i, s, "sum"),
      ["acg::scatter_reduce.two", "index 3 is out of bounds for dimension 1 with size 3"]),
+    # rearrangements
+    ("roll_shifts_dims", lambda: (t(2, 3),), lambda x: x.roll((1, 2), 0),
+     ["acg::roll", "shifts and dimensions must align. shifts: 2, dims:1", "Tensor[2, 3] float32"]),
+    ("roll_bad_dim", lambda: (t(2, 3),), lambda x: x.roll(1, 2),
+     ["acg::roll", "Dimension out of range"]),
+    ("cumprod_bad_dim", lambda: (t(2, 3),), lambda x: x.cumprod(-3),
+     ["acg::cumprod", "Dimension out of range", "got -3"]),
+    ("repeat_interleave_repeats_ndim", lambda: (t(2, 3), acg.ones(2, 2, dtype=acg.int64)),
+     lambda x, r: x.repeat_interleave(r, dim=0, output_size=4),
+     ["acg::repeat_interleave.self_Tensor", "0-dim or 1-dim", "Tensor[2, 2] int64"]),
+    ("repeat_interleave_repeats_size", lambda: (t(2, 3), ints(1, 2)),
+     lambda x, r: x.repeat_interleave(r, dim=1, output_size=3),
+     ["acg::repeat_interleave.self_Tensor", "repeats.size(0) = 2 and input.size(1) = 3"]),
+    ("repeat_interleave_repeats_dtype", lambda: (t(2, 3), t(2)),
+     lambda x, r: x.repeat_interleave(r, dim=0, output_size=2),
+     ["acg::repeat_interleave.self_Tensor", "Long or Int", "float32"]),
+    ("take_along_dim_ndim", lambda: (t(2, 3), ints(0, 1)),
+     lambda x, i: acg.take_along_dim(x, i, 1),
+     ["acg::take_along_dim", "same number of dimensions", "2 dimensions for input, and 1"]),
+    ("take_along_dim_dtype", lambda: (t(2, 3), t(2, 1)),
+     lambda x, i: acg.take_along_dim(x, i, 1),
+     ["acg::take_along_dim", "dtype of indices should be int64", "float32"]),
+    ("diff_zero_dim", lambda: (t(),), lambda x: x.diff(),
+     ["acg::diff", "at least one-dimensional", "Tensor[] float32"]),
+    ("diff_prepend_ndim", lambda: (t(2, 3), t(3)), lambda x, p: x.diff(prepend=p),
+     ["acg::diff", "prepend", "same number of dimensions"]),
 ]
 # PyTorch's exception class where it is not a plain RuntimeError (ours is also an OpError)
 ERROR_TYPES = {"index_add_count": IndexError, "index_add_bad_dim": IndexError,
                "index_copy_index_dtype": IndexError, "index_fill_index_ndim": IndexError,
                "index_add_out_of_range": IndexError, "index_fill_out_of_range": IndexError,
-               "scatter_reduce_out_of_range": IndexError}
+               "scatter_reduce_out_of_range": IndexError, "roll_bad_dim": IndexError,
+               "cumprod_bad_dim": IndexError}
 EAGER_ONLY = ("index_tensor_bounds", "cross_entropy_target_range", "index_add_out_of_range",
               "index_fill_out_of_range", "scatter_reduce_out_of_range")  # need the values
 FAKEABLE = [e for e in ERRORS if e[0] not in EAGER_ONLY]
