@@ -24,9 +24,10 @@ from . import random as R
 from . import rearrange as RA
 from . import reductions as RD
 from . import shape as S
+from . import search as SE
 from . import sorting as O
 from .elementwise import nan_to_num as _nan_to_num_op, nan_to_num_ as _nan_to_num_op_
-from ._dtypes import BOOL, as_dtype, category
+from ._dtypes import BOOL, as_dtype, category, result_type
 from ._shapes import broadcast_shapes, shapes_equal
 from .api import _leaf, _sizes, return_types, tensor
 from .views import inplace_method
@@ -326,6 +327,54 @@ def _nan_args(nan: Any, posinf: Any, neginf: Any) -> tuple:
     return tuple(None if v is None else builtins.float(v) for v in (nan, posinf, neginf))
 
 
+# -- positions by value (no gradient) ------------------------------------------------------------
+def _as_values(values: Any, like: Tensor) -> Tensor:
+    """A Python number searched for: a 0-d tensor of the dtype it promotes to with ``like``."""
+    if isinstance(values, Tensor):
+        return values
+    return F.full([], values, dtype=result_type(like, values))
+
+
+def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: builtins.bool = False,
+                 right: builtins.bool = False, side: str | None = None,
+                 sorter: Tensor | None = None) -> Tensor:
+    """Where each value would be inserted into the innermost dim of ``sorted_sequence`` to
+    keep it sorted (first such place; ``right=True`` or ``side="right"``: last); an N-D
+    sequence searches each row with the values of the matching row. int64 (``out_int32``:
+    int32), no gradient.
+
+    >>> import autograd_compile as acg
+    >>> acg.searchsorted(acg.tensor([1, 3, 5]), acg.tensor([3, 6]), right=True).tolist()
+    [2, 3]
+    """
+    return SE.searchsorted(sorted_sequence, _as_values(values, sorted_sequence),
+                           out_int32=out_int32, right=right, side=side, sorter=sorter)
+
+
+def bucketize(input: Any, boundaries: Tensor, *, out_int32: builtins.bool = False,
+              right: builtins.bool = False) -> Tensor:
+    """The bucket of each entry: i with boundaries[i-1] < x <= boundaries[i] (``right=True``:
+    boundaries[i-1] <= x < boundaries[i]); ``boundaries`` 1-D and sorted.
+
+    >>> import autograd_compile as acg
+    >>> acg.bucketize(acg.tensor([0.5, 2.0, 9.0]), acg.tensor([1.0, 2.0, 3.0])).tolist()
+    [0, 1, 3]
+    """
+    return SE.bucketize(_as_values(input, boundaries), boundaries, out_int32=out_int32,
+                        right=right)
+
+
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+    """How often each value 0..max occurs in a 1-D non-negative integer tensor (with
+    ``weights``: their sums); at least ``minlength`` long. Eager only: the length is data.
+
+    >>> import autograd_compile as acg
+    >>> acg.tensor([1, 1, 3]).bincount(acg.tensor([0.5, 1.0, 2.0]), minlength=5).tolist()
+    [0.0, 1.5, 0.0, 2.0, 0.0]
+    """
+    return SE.bincount(input, weights, minlength)
+
+
 # -- sampling -------------------------------------------------------------------------------------
 def multinomial(input: Tensor, num_samples: int, replacement: builtins.bool = False, *,
                 generator: Any = None) -> Tensor:
@@ -414,7 +463,7 @@ def tensor_methods() -> dict[str, Any]:
         "tril", "triu", "topk", "sort", "argsort", "isclose", "masked_select", "scatter",
         "multinomial", "bernoulli", "scatter_reduce", "index_add", "index_copy",
         "index_fill", "roll", "repeat_interleave", "take_along_dim", "diff", "cumprod",
-        "nan_to_num")}
+        "nan_to_num", "bincount")}
     m.update({
         "tril_": inplace_method(S.tril_), "triu_": inplace_method(S.triu_),
         "scatter_": inplace_method(_scatter_),
@@ -437,4 +486,4 @@ __all__ = ["tril", "triu", "isclose", "einsum", "topk", "sort", "argsort", "mask
            "scatter", "multinomial", "bernoulli", "randperm", "normal", "linspace", "seed",
            "get_rng_state", "set_rng_state", "from_numpy", "scatter_reduce", "index_add",
            "index_copy", "index_fill", "roll", "repeat_interleave", "take_along_dim", "diff",
-           "cumprod", "nan_to_num"]
+           "cumprod", "nan_to_num", "searchsorted", "bucketize", "bincount"]

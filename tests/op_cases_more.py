@@ -67,6 +67,7 @@ def _scatter_reduce_ref(x, idx, src, reduce, include_self=True):
 ZX = V([[1.5, 0.0, -2.0, 0.5], [0.7, -1.2, 0.9, 2.0]])
 ZI = V([[0, 0, 1], [3, 3, 2]], "int")
 ZS = V([[0.0, 2.0, 3.0], [0.0, 0.0, -0.5]])
+SORTED = V([-1.5, -0.2, 0.0, 0.7, 1.9])
 SI = V([[1, 3, 1, 0], [2, 2, 2, 0], [3, 0, 1, 1]], "int")  # repeated targets per row
 
 
@@ -179,4 +180,32 @@ MORE_CASES: list[Case] = [
          lambda x, p: jnp.diff(x, 1, 1, prepend=jnp.broadcast_to(p, (3, 1))), (T(3, 4), T())),
     Case("diff_bool", lambda m: m.diff(), lambda m: jnp.logical_xor(m[:, 1:], m[:, :-1]),
          (T(3, 4, kind="bool"),), grad=False),
+    # positions by value: searchsorted / bucketize (counts of smaller entries as reference)
+    Case("searchsorted", lambda s, v: acg.searchsorted(s, v),
+         lambda s, v: (s < v[..., None]).sum(-1), (SORTED, T(3, 4)), grad=False),
+    Case("searchsorted_rows_right_int32", lambda s, v: acg.searchsorted(s, v, right=True,
+                                                                        out_int32=True),
+         lambda s, v: (s[:, None, :] <= v[..., None]).sum(-1).astype(jnp.int32),
+         (V([[0.0, 1.0, 1.0, 3.0], [-2.0, -1.0, 0.5, 0.5]]), V([[1.0, -5.0, 3.5],
+                                                                [0.5, 0.0, -1.0]])),
+         grad=False),
+    Case("searchsorted_sorter_side", lambda s, v, o: acg.searchsorted(s, v, side="right",
+                                                                      sorter=o),
+         lambda s, v, o: (s <= v[..., None]).sum(-1), (V([3.0, -1.0, 0.5, 2.0]), T(5),
+                                                       V([1, 2, 3, 0], "int")), grad=False),
+    Case("bucketize", lambda x, b: acg.bucketize(x, b), lambda x, b: (b < x[..., None]).sum(-1),
+         (T(2, 3), SORTED), grad=False),
+    Case("bucketize_right_ints", lambda x, b: acg.bucketize(x, b, right=True),
+         lambda x, b: (b <= x[..., None]).sum(-1), (I(6, hi=6), V([1, 3, 3, 5], "int")),
+         grad=False),
+    Case("bincount", lambda x: x.bincount(), lambda x: _onehot(x, 6, jnp.int64).sum(0),
+         (V([0, 5, 2, 2, 5, 5], "int"),), grad=False, fake=False),
+    Case("bincount_weights_minlength", lambda x, w: acg.bincount(x, w, minlength=7),
+         lambda x, w: w @ _onehot(x, 7, w.dtype), (V([3, 1, 1, 0], "int"), T(4)), grad=False,
+         fake=False),
+    Case("where_condition_only", lambda m: acg.where(m), lambda m: jnp.nonzero(m, size=3),
+         (V([[True, False, True], [False, False, True]], "bool"),), grad=False, fake=False),
+    Case("nonzero_as_tuple", lambda x: (x > 0).nonzero(as_tuple=True),
+         lambda x: jnp.nonzero(x > 0, size=2), (V([0.5, -1.0, 2.0, 0.0]),), grad=False,
+         fake=False),
 ]

@@ -172,16 +172,48 @@ def test_cumprod_gradient_at_zeros_is_the_product_of_the_others(mode) -> None:
     assert x.grad.tolist() == [1.0, 2.0 + 2 * 3.0, 0.0, 0.0, 0.0]
 
 
+# -- searchsorted, bucketize, bincount, where(condition): no gradient of their own ---------------
+def test_positions_by_value_feed_differentiable_ops_in_every_mode(mode) -> None:
+    x0 = np.array([0.5, -1.0, 2.0, 3.0])
+    x = acg.tensor(x0, requires_grad=True)
+    b = acg.tensor([0.0, 1.0, 2.5])
+    buckets = acg.bucketize(x.detach(), b)  # [1, 0, 2, 3]
+    slot = acg.searchsorted(b, acg.tensor([0.5, 2.0]), side="right")  # [1, 2]
+    counts = acg.bincount(buckets, minlength=4).to(acg.float64)  # [1, 1, 1, 1]
+    rows = acg.where(x.detach() > 0)[0]  # [0, 2, 3]
+    y = acg.zeros(4, dtype=acg.float64).index_add(0, buckets, x * x) * counts
+    loss = y.sum() + x[rows].sum() + x.take_along_dim(slot).sum()
+    with mode():
+        loss.backward()
+    assert buckets.tolist() == [1, 0, 2, 3] and slot.tolist() == [1, 2]
+    assert counts.tolist() == [1.0] * 4 and rows.tolist() == [0, 2, 3]
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x0 + [1, 1, 2, 1])
+    assert buckets.grad_fn is None and slot.requires_grad is False
+
+
+def test_data_dependent_lengths_under_fake_tensors() -> None:
+    from autograd_compile.fake import FakeTensorMode
+    with FakeTensorMode() as m:
+        i, b = m.from_tensor(acg.tensor([0, 2])), m.from_tensor(acg.tensor([1.0, 2.0]))
+        assert acg.bucketize(i, b).shape == (2,)  # shape known: fine
+        with pytest.raises(RuntimeError, match="bincount.*concrete tensors"):
+            acg.bincount(i)
+        with pytest.raises(RuntimeError, match="nonzero.*depends on the tensor's values"):
+            acg.where(i > 0)
+
+
 def test_docstring_examples_run() -> None:
     import doctest
-    from autograd_compile.kernels import api_select, index_reduce, rearrange
-    for module in (index_reduce, rearrange):
+    from autograd_compile.kernels import api, api_select, index_reduce, rearrange, search
+    for module in (index_reduce, rearrange, search):
         assert doctest.testmod(module).failed == 0, module.__name__
     finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner()
     for name in DOCUMENTED:
         tests = finder.find(getattr(api_select, name), globs={})
         assert tests and all(runner.run(t).failed == 0 for t in tests), name
+    assert all(runner.run(t).failed == 0 for t in finder.find(api.where, globs={}))
 
 
 DOCUMENTED = ["scatter", "scatter_reduce", "index_add", "index_copy", "index_fill", "roll",
-              "repeat_interleave", "take_along_dim", "diff", "cumprod", "nan_to_num"]
+              "repeat_interleave", "take_along_dim", "diff", "cumprod", "nan_to_num",
+              "searchsorted", "bucketize", "bincount"]

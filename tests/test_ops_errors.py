@@ -188,6 +188,21 @@ ERRORS: list[tuple[str, Callable[[], tuple], Callable[..., Any], list[str]]] = [
      ["acg::diff", "at least one-dimensional", "Tensor[] float32"]),
     ("diff_prepend_ndim", lambda: (t(2, 3), t(3)), lambda x, p: x.diff(prepend=p),
      ["acg::diff", "prepend", "same number of dimensions"]),
+    # positions by value
+    ("searchsorted_rows", lambda: (t(2, 3), t(3, 1)), acg.searchsorted,
+     ["acg::searchsorted.Tensor", "boundaries tensor [2, 3] and input value tensor [3, 1]"]),
+    ("searchsorted_side", lambda: (t(3), t(2)),
+     lambda s, v: acg.searchsorted(s, v, right=True, side="left"),
+     ["acg::searchsorted.Tensor", "side and right can't be set to opposites"]),
+    ("searchsorted_sorter", lambda: (t(3), t(2), t(3)),
+     lambda s, v, o: acg.searchsorted(s, v, sorter=o),
+     ["acg::searchsorted.Tensor", "sorter", "float32"]),
+    ("bucketize_boundaries_ndim", lambda: (t(2), t(2, 2)), acg.bucketize,
+     ["acg::bucketize.Tensor", "boundaries tensor must be 1 dimension, but got dim(2)"]),
+    ("bincount_negative", lambda: (ints(1, -2),), acg.bincount,
+     ["acg::bincount", "1-d non-negative integral inputs", "Tensor[2] int64"]),
+    ("bincount_weights", lambda: (ints(1, 2), t(3)), acg.bincount,
+     ["acg::bincount", "same length as input", "Tensor[3] float32"]),
 ]
 # PyTorch's exception class where it is not a plain RuntimeError (ours is also an OpError)
 ERROR_TYPES = {"index_add_count": IndexError, "index_add_bad_dim": IndexError,
@@ -196,7 +211,8 @@ ERROR_TYPES = {"index_add_count": IndexError, "index_add_bad_dim": IndexError,
                "scatter_reduce_out_of_range": IndexError, "roll_bad_dim": IndexError,
                "cumprod_bad_dim": IndexError}
 EAGER_ONLY = ("index_tensor_bounds", "cross_entropy_target_range", "index_add_out_of_range",
-              "index_fill_out_of_range", "scatter_reduce_out_of_range")  # need the values
+              "index_fill_out_of_range", "scatter_reduce_out_of_range", "bincount_negative",
+              "bincount_weights")  # need the values
 FAKEABLE = [e for e in ERRORS if e[0] not in EAGER_ONLY]
 
 
