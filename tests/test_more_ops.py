@@ -202,6 +202,19 @@ def test_data_dependent_lengths_under_fake_tensors() -> None:
             acg.where(i > 0)
 
 
+# -- the fuzzer's menu entries for these ops, as fixed programs in every mode ------------------
+FUZZ_PROGRAMS = {
+    "roll_cumprod_diff": ([(3, 4)], [("roll", (0,), (-1,)), ("cumprod", (1,), (0,)),
+                                     ("diff", (2,), (1,))]),
+}
+
+
+@pytest.mark.parametrize("name", FUZZ_PROGRAMS)
+def test_fuzz_menu_entries_match_jax_in_every_mode(name: str) -> None:
+    from test_fuzz import program, run_all_modes
+    leaves, ops = FUZZ_PROGRAMS[name]
+    run_all_modes(program(leaves, ops, hooks=[("tensor", len(leaves), 2.0, False)]), seed=1)
+
 def test_docstring_examples_run() -> None:
     import doctest
     from autograd_compile.kernels import api, api_select, index_reduce, rearrange, search
