@@ -3,8 +3,9 @@ picks whole slices) and ``scatter_reduce`` (an index tensor like ``gather``'s pi
 entries, combined by sum, prod, mean, amax or amin).
 
 Backward formulas follow PyTorch's: ``index_copy``/``index_fill`` give no gradient to the
-overwritten slices; ``scatter_reduce``'s "prod" is exact with zeros (a zero's gradient is
-the product of the others), "amax"/"amin" split the gradient evenly among ties.
+overwritten slices; ``scatter_reduce``'s "prod" is exact with zeros (a zero's gradient is the
+product of the others), its double backward too (where PyTorch raises for two zeros in a
+group); "amax"/"amin" split the gradient evenly among ties.
 
 >>> import autograd_compile as acg
 >>> acg.zeros(3).index_add(0, acg.tensor([0, 2, 0]), acg.tensor([1.0, 2.0, 3.0])).tolist()
@@ -24,7 +25,7 @@ import numpy as np
 from autograd_compile.fake import TensorMeta
 
 from ._defop import defop, inplace, reduce_grad, scaled, wants
-from ._dtypes import BOOL, category, cast, is_float
+from ._dtypes import category, cast, is_float
 from ._shapes import numel, shapes_equal, wrap_dim
 from .elementwise import eq, logical_and, where
 from .factories import ones, zeros
@@ -255,17 +256,31 @@ def _grow(g: Any, shape: tuple) -> Any:
     return g
 
 
+def _others_product(v: Any, zeros_in: Any, product: Any, zero_sum: Any) -> Any:
+    """The product of the other members of each entry's group, from the group's count of
+    zeros, the product of its non-zero members and the sum of its zero members (0, but its
+    derivative is 1 at each zero): exact, and so is its own derivative, with zeros."""
+    zero = eq(v, 0)
+    rest = product / where(zero, 1, v)
+    if_nonzero = where(eq(zeros_in, 0), rest, where(eq(zeros_in, 1), zero_sum * rest, 0))
+    if_zero = where(eq(zeros_in, 1), product, where(eq(zeros_in, 2),
+                                                    (zero_sum - v) * product, 0))
+    return where(zero, if_zero, if_nonzero)
+
+
 def _prod_grads(g: Any, x: Any, dim: int, idx: Any, s: Any, incl: bool, out: Any) -> tuple:
     """Each entry's gradient is the product of the others in its group, zeros included."""
-    nonzero_x = where(eq(x, 0), 1, x)
-    gx = g * scatter_reduce(nonzero_x, dim, idx, s, "prod", include_self=incl) / nonzero_x
-    zero = eq(s, 0)
-    zeros_here = gather(scatter_add(zeros(list(x.shape), dtype=g.dtype), dim, idx,
-                                    zero.to(g.dtype)), dim, idx)
-    lone = logical_and(zero, eq(zeros_here, 1))  # the only zero of its group
-    others = scatter_reduce(x, dim, idx, where(lone, 1, s), "prod", include_self=incl)
-    gs = where(lone, gather(g * others, dim, idx), gather(g * out, dim, idx) / where(zero, 1, s))
-    return gx, gs
+    ones_at = ones(list(idx.shape), dtype=g.dtype)
+    own = eq(scatter_add(zeros(list(x.shape), dtype=g.dtype), dim, idx, ones_at), 0)
+    zero_x = eq(x, 0) if incl else logical_and(eq(x, 0), own)  # self a member: zero?
+    zero_s = eq(s, 0)
+    zeros_in = scatter_add(zero_x.to(g.dtype), dim, idx, zero_s.to(g.dtype))
+    product = scatter_reduce(where(zero_x, 1, x), dim, idx, where(zero_s, 1, s), "prod",
+                             include_self=incl)
+    zero_sum = scatter_add(where(zero_x, x, 0), dim, idx, where(zero_s, s, 0))
+    gx = g * _others_product(x, zeros_in, product, zero_sum)
+    at = [gather(t, dim, idx) for t in (zeros_in, product, zero_sum)]
+    return gx, gather(g, dim, idx) * _others_product(s, *at)
 
 
 def _extremum_grads(g: Any, x: Any, dim: int, idx: Any, s: Any, incl: bool,

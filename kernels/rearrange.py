@@ -196,7 +196,7 @@ take_along_dim = defop("take_along_dim(Tensor self, Tensor indices, int? dim=Non
                        composite=_composite("take_along_dim", _take_along_dim))
 
 
-# -- diff -------------------------------------------------------------------------------------------
+# -- diff ------------------------------------------------------------------------------------------
 def _edge(t: Any, x: Any, d: int, which: str) -> Any:
     """prepend/append as a tensor with x's rank (a number or 0-d tensor: one slice of it)."""
     if t.ndim == 0:

@@ -71,10 +71,11 @@ SORTED = V([-1.5, -0.2, 0.0, 0.7, 1.9])
 SI = V([[1, 3, 1, 0], [2, 2, 2, 0], [3, 0, 1, 1]], "int")  # repeated targets per row
 
 
-def _sr_case(name, reduce, include_self=True, args=(T(3, 4), SI, T(3, 5))):
+def _sr_case(name, reduce, include_self=True, args=(T(3, 4), SI, T(3, 5)), double=False):
     return Case(name, lambda x, i, s: x.scatter_reduce(1, i, s, reduce,
                                                        include_self=include_self),
-                lambda x, i, s: _scatter_reduce_ref(x, i, s, reduce, include_self), args)
+                lambda x, i, s: _scatter_reduce_ref(x, i, s, reduce, include_self), args,
+                double=double)
 
 
 MORE_CASES: list[Case] = [
@@ -105,15 +106,15 @@ MORE_CASES: list[Case] = [
          lambda x, i, v: jnp.where(_filled(i, 3)[:, None], v, x), (T(3, 2), V(1, "int"), T())),
     # scatter_reduce: every reduction, with and without self
     _sr_case("scatter_reduce_sum", "sum"),
-    _sr_case("scatter_reduce_prod", "prod"),
-    _sr_case("scatter_reduce_mean", "mean"),
+    _sr_case("scatter_reduce_prod", "prod", double=True),
+    _sr_case("scatter_reduce_mean", "mean", double=True),
     _sr_case("scatter_reduce_amax", "amax"),
     _sr_case("scatter_reduce_amin", "amin"),
     _sr_case("scatter_reduce_sum_exclude_self", "sum", False),
     _sr_case("scatter_reduce_mean_exclude_self", "mean", False),
     _sr_case("scatter_reduce_amax_exclude_self", "amax", False),
-    _sr_case("scatter_reduce_prod_zeros", "prod", True, (ZX, ZI, ZS)),
-    _sr_case("scatter_reduce_prod_zeros_exclude_self", "prod", False, (ZX, ZI, ZS)),
+    _sr_case("scatter_reduce_prod_zeros", "prod", True, (ZX, ZI, ZS), double=True),
+    _sr_case("scatter_reduce_prod_zeros_exclude_self", "prod", False, (ZX, ZI, ZS), double=True),
     Case("scatter_reduce_dim0_inplace", lambda x, i, s: (x * 1).scatter_reduce_(
         0, i, s, "amin"), lambda x, i, s: _scatter_reduce_ref(x.T, i.T, s.T, "amin").T,
         (T(4, 3), V([[1, 3, 1], [1, 0, 2]], "int"), T(2, 3))),
