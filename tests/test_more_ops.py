@@ -60,6 +60,15 @@ def test_index_add_inplace_on_a_view_writes_through() -> None:
     assert base._version > 0
 
 
+def test_inplace_index_write_to_a_saved_tensor_raises_in_backward(mode) -> None:
+    x = acg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    z = (x * 1).exp()  # exp saves its output
+    z.index_fill_(0, acg.tensor([1]), 0.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        with mode():
+            z.sum().backward()
+    assert x.grad is None
+
 # -- scatter_reduce ------------------------------------------------------------------------------
 @pytest.mark.parametrize("reduce,include_self", [("prod", True), ("prod", False),
                                                  ("mean", False), ("amax", True),
@@ -201,6 +210,24 @@ def test_data_dependent_lengths_under_fake_tensors() -> None:
         with pytest.raises(RuntimeError, match="nonzero.*depends on the tensor's values"):
             acg.where(i > 0)
 
+
+def test_one_capture_serves_new_alphas_and_batch_sizes() -> None:
+    """alpha is lifted and sizes (repeat_interleave's output_size too) are symbolic: a new
+    value or batch size reuses the captured graph, with the right gradients."""
+    acg.compiled_autograd.reset()
+    for alpha, n in ((2.0, 4), (-3.0, 6)):  # (not 3: a size equal to another is specialised)
+        x = acg.tensor(np.linspace(0.5, 2.0, n * 3).reshape(n, 3), requires_grad=True)
+        y = x.index_add(0, acg.tensor([1, 1]), x[:2] * 1, alpha=alpha).cumprod(1).roll(1, 0)
+        y = y.repeat_interleave(acg.tensor([2] * n), dim=0)
+        with acg.compiled_autograd.enable("jax"):
+            y.sum().backward()
+
+        def ref(x):
+            z = x.at[1].add(alpha * (x[0] + x[1]))
+            return jnp.repeat(jnp.roll(jnp.cumprod(z, 1), 1, 0), 2, 0).sum()
+        _check([x], _grads(ref, np.asarray(x.detach())))
+    assert acg.compiled_autograd.counters["captures"] == 1
+    assert acg.compiled_autograd.counters["cache_hits"] == 1
 
 # -- the fuzzer's menu entries for these ops, as fixed programs in every mode ------------------
 FUZZ_PROGRAMS = {
