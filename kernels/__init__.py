@@ -2,13 +2,17 @@
 
 Importing registers the ops, module by module (each block: schema, kernel, shape rule,
 backward formula): factories, elementwise, indexing, reductions, shape, linalg, nn, random
-(sampling ops and the Generator), sorting (sort, topk, einsum, isclose).
+(sampling ops and the Generator), sorting (sort, topk, einsum, isclose), index_reduce
+(index_add/copy/fill, scatter_reduce), rearrange (roll, repeat_interleave, diff, ...), search (searchsorted, bucketize,
+bincount).
 :mod:`._defop` holds the registration helpers, :mod:`._jit` runs each kernel as one jitted
 program, :mod:`.api` and :mod:`._methods` are the Python surface (``acg.*`` and Tensor
 methods), :mod:`.views` makes in-place ops on views write through to their base.
 """
 from . import factories, elementwise, indexing, reductions, shape, linalg, nn  # noqa: F401
 from . import attention, conv, losses, random, sorting  # noqa: F401
+from . import index_reduce, rearrange, search  # noqa: F401
 
 __all__ = ["factories", "elementwise", "indexing", "reductions", "shape", "linalg", "nn",
-           "attention", "conv", "losses", "random", "sorting"]
+           "attention", "conv", "losses", "random", "sorting",
+           "index_reduce", "rearrange", "search"]

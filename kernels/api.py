@@ -312,11 +312,16 @@ def minimum(input: Any, other: Any) -> Tensor:
     return E.minimum(input, other)
 
 
-def where(condition: Tensor, input: Any = None, other: Any = None) -> Tensor:
-    """``input`` where ``condition`` holds, else ``other`` (numbers allowed)."""
+def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
+    """``input`` where ``condition`` holds, else ``other`` (numbers allowed);
+    ``where(condition)`` alone is ``nonzero(condition, as_tuple=True)`` (eager only).
+
+    >>> import autograd_compile as acg
+    >>> [t.tolist() for t in acg.where(acg.tensor([[True, False], [False, True]]))]
+    [[0, 1], [0, 1]]
+    """
     if input is None and other is None:
-        raise NotImplementedError("where(condition) (the nonzero form) is not supported; use "
-                                  "nonzero()")
+        return nonzero(condition, as_tuple=True)
     return E.where(condition, input, other)
 
 
@@ -656,8 +661,13 @@ def masked_fill_(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     return I.masked_fill_(input, mask, value)
 
 
-def nonzero(input: Tensor) -> Tensor:
-    return I.nonzero(input)
+def nonzero(input: Tensor, *, as_tuple: builtins.bool = False) -> Any:
+    """The positions of the non-zero entries: one row each ([n, ndim], int64), or with
+    ``as_tuple`` one 1-D tensor per dim (a 0-d input counts as 1-d). Eager only: n is data."""
+    if not as_tuple:
+        return I.nonzero(input)
+    positions = I.nonzero(input.reshape(1) if input.ndim == 0 else input)
+    return tuple(I.select(positions, 1, k) for k in range(builtins.max(input.ndim, 1)))
 
 
 # -- linear algebra --------------------------------------------------------------------------

@@ -15,8 +15,8 @@ import jax.scipy.special as jsp
 
 from autograd_compile.fake import TensorMeta
 
-from ._defop import (NONDIFF, PRODUCT, binary, defop, inplace, reduce_grad, scaled, unary,
-                     wants)
+from ._defop import (NONDIFF, PRODUCT, binary, defop, inplace, reduce_grad, same_shape, scaled,
+                     unary, wants)
 from ._dtypes import BOOL, cast, is_float, result_type
 from ._shapes import broadcast_shapes, shape_of
 from .factories import full_like, zeros_like
@@ -223,6 +223,21 @@ clamp = defop("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor"
 clamp_tensor = defop("clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",
                      _clamp_kernel, shape=_clamp_rule, check=True, backward=_clamp_t_backward)
 
+
+
+def _nan_to_num(x: Any, nan: Any = None, posinf: Any = None, neginf: Any = None) -> Any:
+    """NaN -> ``nan`` (0), +inf -> ``posinf``, -inf -> ``neginf`` (the dtype's extremes)."""
+    if not is_float(x.dtype):
+        return x
+    return jnp.nan_to_num(x, nan=0.0 if nan is None else nan, posinf=posinf, neginf=neginf)
+
+
+# the replaced entries are constants: only finite entries pass the gradient (as PyTorch)
+nan_to_num = defop("nan_to_num(Tensor self, float? nan=None, float? posinf=None, "
+                   "float? neginf=None) -> Tensor", _nan_to_num, shape=same_shape,
+                   save=("self",), backward=lambda g, x, nan, posinf, neginf, out: where(
+                       isfinite(x), g, 0))
+
 # -- in-place variants: x.op_(...) == x.copy_(op(x, ...)) -------------------------------------
 add_ = inplace("add_", add)
 sub_ = inplace("sub_", sub)
@@ -240,3 +255,4 @@ relu_ = inplace("relu_", relu)
 sigmoid_ = inplace("sigmoid_", sigmoid)
 tanh_ = inplace("tanh_", tanh)
 abs_ = inplace("abs_", abs)
+nan_to_num_ = inplace("nan_to_num_", nan_to_num)

@@ -14,7 +14,7 @@ import numpy as np
 
 from autograd_compile.fake import TensorMeta
 
-from ._defop import NONDIFF, defop
+from ._defop import NONDIFF, defop, inplace
 from ._dtypes import BOOL, DEFAULT_INT, as_dtype, category, is_float, to_float
 from ._shapes import numel, reduced_shape, wrap_dim, wrap_dims
 from .elementwise import eq, logical_and, where
@@ -134,6 +134,41 @@ cumsum = defop("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tenso
                shape=_scan_rule,
                save=(), backward=lambda g, x, dim, dtype, out: g.flip([dim]).cumsum(dim).flip(
                    [dim]))
+
+
+def _tail_sum(t: Any, d: int) -> Any:
+    """sum over j >= k along ``d``, at every k."""
+    return t.flip([d]).cumsum(d).flip([d])
+
+
+def _cumprod_grad(g: Any, x: Any, d: int, out: Any, dtype: Any, deep: bool) -> Any:
+    """d(sum g_j out_j)/dx_k = sum_{j>=k} g_j prod_{i<=j, i!=k} x_i, exact with zeros: before
+    the first zero z it is tail_sum(g out) / x_k; at z, the same sum over a cumprod that skips
+    x_z; after z, x_z (= 0) times that gradient of the skipping cumprod, which gives the
+    second derivative's terms through x_z (``deep``: one level is enough for those)."""
+    zero = eq(x, 0)
+    zeros_so_far = zero.cumsum(d)
+    before, first = eq(zeros_so_far, 0), logical_and(zero, eq(zeros_so_far, 1))
+    skipped = where(first, 1, x)
+    skipping = cumprod(skipped, d, dtype=dtype)
+    after = 0
+    if deep:
+        x_z = where(first, x, 0).sum(d, keepdim=True)  # zero, but differentiable in x_z
+        after = x_z * _cumprod_grad(g, skipped, d, skipping, dtype, False)
+    rest = where(first, _tail_sum(g * skipping, d), after)
+    return where(before, _tail_sum(g * out, d) / where(before, x, 1), rest)
+
+
+def _cumprod_backward(g: Any, x: Any, dim: int, dtype: Any, out: Any) -> Any:
+    gx = _cumprod_grad(g, x, wrap_dim(dim, x.ndim), out, dtype, True)
+    return gx.to(x.dtype) if gx.dtype != x.dtype else gx
+
+
+cumprod = defop("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
+                lambda x, dim, dtype=None: jnp.cumprod(x, wrap_dim(dim, x.ndim),
+                                                       _sum_dtype(x.dtype, dtype)),
+                shape=_scan_rule, save=("self", "out"), backward=_cumprod_backward)
+cumprod_ = inplace("cumprod_", cumprod)
 
 
 # -- var, std, logsumexp ------------------------------------------------------------------------

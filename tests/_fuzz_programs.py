@@ -439,6 +439,15 @@ def _topk_gen(draw, shapes):
     return (i,), (d, k), s[:d] + (k,) + s[d + 1:]
 
 
+def _diff_gen(draw, shapes):  # a dim of length >= 2, one shorter after diff
+    i = _pick(draw, shapes, lambda s: any(n >= 2 for n in s))
+    if i is None:
+        return None
+    s = shapes[i]
+    d = draw(st.sampled_from([d for d in range(len(s)) if s[d] >= 2]))
+    return (i,), (d,), s[:d] + (s[d] - 1,) + s[d + 1:]
+
+
 def _sum0_gen(draw, shapes):
     i = _pick(draw, shapes, lambda s: len(s) >= 1)
     return None if i is None else ((i,), (), shapes[i][1:])
@@ -574,6 +583,12 @@ OPS: dict[str, OpSpec] = {
                    lambda v, p: jnp.sort(v[0], p[0])),
     "topk": OpSpec(_topk_gen, lambda v, p: v[0].topk(p[1], p[0]).values,
                    lambda v, p: _jnp_topk(v[0], *p)),
+    "roll": OpSpec(_scan_gen, lambda v, p: v[0].roll(1, p[0]),
+                   lambda v, p: jnp.roll(v[0], 1, p[0])),
+    "cumprod": OpSpec(_scan_gen, lambda v, p: _pos(v[0]).cumprod(p[0]),
+                      lambda v, p: jnp.cumprod(_pos(v[0]), p[0])),
+    "diff": OpSpec(_diff_gen, lambda v, p: v[0].diff(dim=p[0]),
+                   lambda v, p: jnp.diff(v[0], axis=p[0])),
     "einsum_mm": OpSpec(_mm_gen, lambda v, p: acg.einsum("ij,jk->ik", v[0], v[1]),
                         lambda v, p: jnp.einsum("ij,jk->ik", v[0], v[1])),
     "einsum_sum0": OpSpec(_sum0_gen, lambda v, p: acg.einsum("i...->...", v[0]),

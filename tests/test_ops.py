@@ -31,6 +31,7 @@ from autograd_compile.symbolic_shapes import ShapeEnv, hint_int
 
 
 from _op_spec import Arg, B, C, Case, I, P, T, U, V, _values  # noqa: F401
+from op_cases_more import MORE_CASES
 from op_cases_nn import NN_CASES
 from op_cases_tensor import TENSOR_CASES
 
@@ -343,7 +344,7 @@ CASES = [
          lambda x, t: (x - t) ** 2, (T(3, 4), T(3, 4))),
     Case("dropout_eval", lambda x: F.dropout(x, 0.5, training=False) * 2, lambda x: x * 2,
          (T(3, 4),)),
-] + NN_CASES + TENSOR_CASES
+] + NN_CASES + TENSOR_CASES + MORE_CASES
 GRAD_CASES = [c for c in CASES if c.grad]
 IDS = [c.name for c in CASES]
 

@@ -113,8 +113,107 @@ ERRORS: list[tuple[str, Callable[[], tuple], Callable[..., Any], list[str]]] = [
     ("cross_entropy_target_range", lambda: (t(2, 5), ints(1, 7)), F.cross_entropy,
      ["acg::cross_entropy", "Target 7 is out of bounds"]),
     ("mse_shapes", lambda: (t(2, 3), t(4)), F.mse_loss, ["acg::mse_loss", "must match"]),
+    # index writes and scatter_reduce (PyTorch's types: see ERROR_TYPES below)
+    ("index_add_index_dtype", lambda: (t(3, 2), t(2), t(2, 2)),
+     lambda x, i, s: x.index_add(0, i, s),
+     ["acg::index_add", "int32/int64 for index", "float32", "Tensor[3, 2] float32"]),
+    ("index_add_source_shape", lambda: (t(3, 2), ints(0, 1), t(2, 3)),
+     lambda x, i, s: x.index_add(0, i, s),
+     ["acg::index_add", "source tensor shape must match self tensor shape", "[3, 2]",
+      "Tensor[2, 3] float32"]),
+    ("index_add_count", lambda: (t(3, 2), ints(0, 1, 2), t(2, 2)),
+     lambda x, i, s: x.index_add(0, i, s),
+     ["acg::index_add", "Number of indices (3) should be equal to source.size(dim) (2)"]),
+    ("index_add_source_dtype", lambda: (t(3, 2), ints(0), t(1, 2, dtype=acg.float64)),
+     lambda x, i, s: acg.index_add(x, 0, i, s),
+     ["acg::index_add", "self (float32) and source (float64) must have the same scalar type"]),
+    ("index_add_bad_dim", lambda: (t(3, 2), ints(0), t(1, 2)),
+     lambda x, i, s: x.index_add(2, i, s), ["acg::index_add", "Dimension out of range"]),
+    ("index_copy_index_dtype", lambda: (t(3, 2), t(1), t(1, 2)),
+     lambda x, i, s: x.index_copy(0, i, s),
+     ["acg::index_copy", "Expected a long tensor for index, but got float32"]),
+    ("index_fill_index_ndim", lambda: (t(3, 2), acg.tensor([[0]])),
+     lambda x, i: x.index_fill(0, i, 1.0),
+     ["acg::index_fill.int_Scalar", "vector/scalar", "Tensor[1, 1] int64"]),
+    ("index_fill_value_ndim", lambda: (t(3, 2), ints(0), t(2)),
+     lambda x, i, v: x.index_fill(0, i, v),
+     ["acg::index_fill.int_Tensor", "0-dimensional value tensor", "Tensor[2] float32"]),
+    ("scatter_reduce_index_dtype", lambda: (t(3, 4), t(3, 2), t(3, 2)),
+     lambda x, i, s: x.scatter_reduce(1, i, s, "sum"),
+     ["acg::scatter_reduce.two", "int64 for index", "float32"]),
+    ("scatter_reduce_ndim", lambda: (t(3, 4), ints(0, 1), t(2)),
+     lambda x, i, s: x.scatter_reduce(1, i, s, "amax"),
+     ["acg::scatter_reduce.two", "same number of dimensions", "Tensor[3, 4] float32"]),
+    ("scatter_reduce_sizes", lambda: (t(3, 4), acg.zeros(3, 5, dtype=acg.int64), t(3, 4)),
+     lambda x, i, s: x.scatter_reduce(1, i, s, "mean"),
+     ["acg::scatter_reduce.two", "Expected index [3, 5] to be smaller than self [3, 4] apart "
+      "from dimension 1 and to be smaller size than src [3, 4]"]),
+    ("scatter_reduce_src_dtype", lambda: (t(3), ints(0), t(1, dtype=acg.float64)),
+     lambda x, i, s: x.scatter_reduce(0, i, s, "prod"),
+     ["acg::scatter_reduce.two", "self.dtype to be equal to src.dtype", "float64"]),
+    ("scatter_reduce_mode", lambda: (t(3), ints(0), t(1)),
+     lambda x, i, s: x.scatter_reduce(0, i, s, "max"),
+     ["acg::scatter_reduce.two", "must be either sum, prod, mean, amax or amin, got max"]),
+    ("index_add_out_of_range", lambda: (t(3, 2), ints(0, 5), t(2, 2)),
+     lambda x, i, s: x.index_add(0, i, s),
+     ["acg::index_add", "index 5 is out of bounds for dimension 0 with size 3"]),
+    ("index_fill_out_of_range", lambda: (t(3, 2), ints(-4)), lambda x, i: x.index_fill(0, i, 1.0),
+     ["acg::index_fill", "index -4 is out of bounds for dimension 0 with size 3"]),
+    ("scatter_reduce_out_of_range", lambda: (t(2, 3), acg.tensor([[0, 3]]), t(1, 2)),
+     lambda x, i, s: x.scatter_reduce(1, i, s, "sum"),
+     ["acg::scatter_reduce.two", "index 3 is out of bounds for dimension 1 with size 3"]),
+    # rearrangements
+    ("roll_shifts_dims", lambda: (t(2, 3),), lambda x: x.roll((1, 2), 0),
+     ["acg::roll", "shifts and dimensions must align. shifts: 2, dims:1", "Tensor[2, 3] float32"]),
+    ("roll_bad_dim", lambda: (t(2, 3),), lambda x: x.roll(1, 2),
+     ["acg::roll", "Dimension out of range"]),
+    ("cumprod_bad_dim", lambda: (t(2, 3),), lambda x: x.cumprod(-3),
+     ["acg::cumprod", "Dimension out of range", "got -3"]),
+    ("repeat_interleave_repeats_ndim", lambda: (t(2, 3), acg.ones(2, 2, dtype=acg.int64)),
+     lambda x, r: x.repeat_interleave(r, dim=0, output_size=4),
+     ["acg::repeat_interleave.self_Tensor", "0-dim or 1-dim", "Tensor[2, 2] int64"]),
+    ("repeat_interleave_repeats_size", lambda: (t(2, 3), ints(1, 2)),
+     lambda x, r: x.repeat_interleave(r, dim=1, output_size=3),
+     ["acg::repeat_interleave.self_Tensor", "repeats.size(0) = 2 and input.size(1) = 3"]),
+    ("repeat_interleave_repeats_dtype", lambda: (t(2, 3), t(2)),
+     lambda x, r: x.repeat_interleave(r, dim=0, output_size=2),
+     ["acg::repeat_interleave.self_Tensor", "Long or Int", "float32"]),
+    ("take_along_dim_ndim", lambda: (t(2, 3), ints(0, 1)),
+     lambda x, i: acg.take_along_dim(x, i, 1),
+     ["acg::take_along_dim", "same number of dimensions", "2 dimensions for input, and 1"]),
+    ("take_along_dim_dtype", lambda: (t(2, 3), t(2, 1)),
+     lambda x, i: acg.take_along_dim(x, i, 1),
+     ["acg::take_along_dim", "dtype of indices should be int64", "float32"]),
+    ("diff_zero_dim", lambda: (t(),), lambda x: x.diff(),
+     ["acg::diff", "at least one-dimensional", "Tensor[] float32"]),
+    ("diff_prepend_ndim", lambda: (t(2, 3), t(3)), lambda x, p: x.diff(prepend=p),
+     ["acg::diff", "prepend", "same number of dimensions"]),
+    # positions by value
+    ("searchsorted_rows", lambda: (t(2, 3), t(3, 1)), acg.searchsorted,
+     ["acg::searchsorted.Tensor", "boundaries tensor [2, 3] and input value tensor [3, 1]"]),
+    ("searchsorted_side", lambda: (t(3), t(2)),
+     lambda s, v: acg.searchsorted(s, v, right=True, side="left"),
+     ["acg::searchsorted.Tensor", "side and right can't be set to opposites"]),
+    ("searchsorted_sorter", lambda: (t(3), t(2), t(3)),
+     lambda s, v, o: acg.searchsorted(s, v, sorter=o),
+     ["acg::searchsorted.Tensor", "sorter", "float32"]),
+    ("bucketize_boundaries_ndim", lambda: (t(2), t(2, 2)), acg.bucketize,
+     ["acg::bucketize.Tensor", "boundaries tensor must be 1 dimension, but got dim(2)"]),
+    ("bincount_negative", lambda: (ints(1, -2),), acg.bincount,
+     ["acg::bincount", "1-d non-negative integral inputs", "Tensor[2] int64"]),
+    ("bincount_weights", lambda: (ints(1, 2), t(3)), acg.bincount,
+     ["acg::bincount", "same length as input", "Tensor[3] float32"]),
 ]
-FAKEABLE = [e for e in ERRORS if e[0] not in ("index_tensor_bounds", "cross_entropy_target_range")]
+# PyTorch's exception class where it is not a plain RuntimeError (ours is also an OpError)
+ERROR_TYPES = {"index_add_count": IndexError, "index_add_bad_dim": IndexError,
+               "index_copy_index_dtype": IndexError, "index_fill_index_ndim": IndexError,
+               "index_add_out_of_range": IndexError, "index_fill_out_of_range": IndexError,
+               "scatter_reduce_out_of_range": IndexError, "roll_bad_dim": IndexError,
+               "cumprod_bad_dim": IndexError}
+EAGER_ONLY = ("index_tensor_bounds", "cross_entropy_target_range", "index_add_out_of_range",
+              "index_fill_out_of_range", "scatter_reduce_out_of_range", "bincount_negative",
+              "bincount_weights")  # need the values
+FAKEABLE = [e for e in ERRORS if e[0] not in EAGER_ONLY]
 
 
 @pytest.mark.parametrize("name,make,call,needles", ERRORS, ids=[e[0] for e in ERRORS])
@@ -125,6 +224,14 @@ def test_eager_error_names_op_shapes_dtypes(name: str, make: Callable, call: Cal
     assert isinstance(info.value, OpError)
     for needle in needles:
         assert needle in str(info.value), (needle, str(info.value))
+
+
+@pytest.mark.parametrize("name", sorted(ERROR_TYPES))
+def test_error_has_pytorchs_exception_type(name: str) -> None:
+    _, make, call, _ = next(e for e in ERRORS if e[0] == name)
+    with pytest.raises(ERROR_TYPES[name]) as info:
+        call(*make())
+    assert isinstance(info.value, OpError)
 
 
 @pytest.mark.parametrize("name,make,call,needles", FAKEABLE, ids=[e[0] for e in FAKEABLE])
