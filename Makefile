@@ -4,6 +4,8 @@ PY ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed-stamp
 PYTEST := $(VENV)/bin/python -m pytest
+# one worker per core (at most 4), each test file on one worker: files share warm caches
+XDIST := -n auto --maxprocesses=4 --dist loadfile
 
 .PHONY: demo test test-slow bench clean
 
@@ -16,10 +18,10 @@ demo: $(STAMP)  ## train with compiled backward + hooks; print eager vs compiled
 	$(VENV)/bin/python -m autograd_compile demo
 
 test: $(STAMP)  ## the test suite CI runs
-	$(PYTEST) -q -p no:cacheprovider
+	$(PYTEST) -q -p no:cacheprovider $(XDIST)
 
 test-slow: $(STAMP)  ## long fuzzing and soak runs
-	ACG_SLOW=1 $(PYTEST) -q -p no:cacheprovider
+	ACG_SLOW=1 $(PYTEST) -q -p no:cacheprovider $(XDIST)
 
 bench: $(STAMP)  ## the benchmark suite: backward, whole-step and per-op groups
 	$(VENV)/bin/python -m autograd_compile bench
