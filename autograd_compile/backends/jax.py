@@ -156,6 +156,16 @@ def _call_op(op: OpOverload, args: tuple, kwargs: dict) -> Any:
     return _unwrap(out)
 
 
+def _write(fn: Callable, leaf: Tensor, grad: Any, plain: bool) -> None:
+    """A ``write`` step, ``fn(leaf, grad)``; a first ``.grad`` outside any mode is set
+    directly (what accumulate_into_grad does, without the op layer)."""
+    if plain and fn is accumulate_grad and leaf._grad is None:
+        journal.record(leaf, "_grad")  # so a failed backward can undo it
+        leaf._grad = _make(grad)
+    else:
+        fn(leaf, _make(grad))
+
+
 def _write_step(node: Node, kind_of: dict[Node, str]) -> tuple[str, Any]:
     """A ``.grad`` write: the fast form when it writes a device result into a leaf or
     retained tensor (always, for captured graphs), else a generic host call."""
@@ -259,12 +269,7 @@ class JaxProgram:
                 step.run(env, arrays, scalar_arr)
             elif kind == "write":  # fn(tensor, grad array): no generic arg loading
                 fn, target, grad = step
-                leaf = env[target]
-                if plain and fn is accumulate_grad and leaf._grad is None:
-                    journal.record(leaf, "_grad")  # what accumulate_into_grad does here
-                    leaf._grad = _make(env[grad])
-                else:
-                    fn(leaf, _make(env[grad]))
+                _write(fn, env[target], env[grad], plain)
             else:
                 env[step] = _unwrap(step.target(*_wrap(_load(step.args, env))))
         out = self.output.args[0]
@@ -279,12 +284,7 @@ class JaxProgram:
                      np.asarray(scalars, dtype=np.float64) if scalars else None, static)
         plain = not TLS.mode_stack
         for fn, leaf_i, out_i in writes:
-            leaf = leaves[leaf_i]
-            if plain and fn is accumulate_grad and leaf._grad is None:
-                journal.record(leaf, "_grad")  # what accumulate_into_grad does here
-                leaf._grad = _make(out[out_i])
-            else:
-                fn(leaf, _make(out[out_i]))
+            _write(fn, leaves[leaf_i], out[out_i], plain)
         return ()
 
     def _static_sizes(self, sizes: list[int]) -> dict[Node, int]:
