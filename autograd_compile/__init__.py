@@ -10,6 +10,8 @@ from . import config  # noqa: E402  (first: it may set XLA_FLAGS before jax star
 
 config.apply_xla_cpu_fix()
 
+import sys as _sys  # noqa: E402
+
 import jax as _jax  # noqa: E402
 
 _jax.config.update("jax_enable_x64", True)  # float64 must work; our factories default to float32
@@ -19,22 +21,31 @@ from . import _fallbacks  # noqa: E402,F401
 from . import autograd  # noqa: E402
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa
 from .autograd.grad_mode import inference_mode, is_inference_mode_enabled  # noqa: E402
-from .device import device  # noqa: E402
+from . import devices  # noqa: E402
+from .devices import device  # noqa: E402
 from .dispatch import library as library  # noqa: E402
 from .dispatch.library import ops  # noqa: E402
 from .dispatch.dispatcher import DISPATCHER as dispatcher  # noqa: E402
 from .modes import DispatchMode, enable_python_mode, no_dispatch  # noqa: E402
-from . import fake  # noqa: E402
+from . import tracing  # noqa: E402
+from .tracing import fake  # noqa: E402
+from .devices import model as _device_model  # noqa: E402
+
+# Import paths of modules that moved into subpackages keep working (ported code, older
+# imports): the module object itself is registered under its old name, no copy, no shim file.
+_sys.modules.update({f"{__name__}.{old}": new for old, new in {
+    "fake": tracing.fake, "proxy_tensor": tracing.proxy_tensor, "lifted": tracing.lifted,
+    "symbolic_shapes": tracing.symbolic_shapes, "device": _device_model,
+    "cuda": devices.cuda, "cpu": devices.cpu, "accelerator": devices.accelerator}.items()})
 from . import kernels  # noqa: E402
 from .kernels.api import *  # noqa: E402,F401,F403
 from .kernels.api_select import *  # noqa: E402,F401,F403
-from .kernels.api import install_tensor_methods as _install  # noqa: E402
+from .kernels._methods import install_tensor_methods as _install  # noqa: E402
 
 _install(Tensor)
 
 from .kernels.random import Generator, default_generator  # noqa: E402
-from . import cuda  # noqa: E402
-from . import accelerator  # noqa: E402
+from .devices import accelerator, cpu, cuda  # noqa: E402
 int, float = int32, float32  # noqa: A001,F405  (PyTorch's aliases; here, not in kernels.api)
 
 from . import nn, optim, utils  # noqa: E402
@@ -43,9 +54,10 @@ from ._flags import *  # noqa: E402,F401,F403
 from ._types import Size, finfo, iinfo  # noqa: E402,F401
 from . import distributed  # noqa: E402
 from .nn import parallel as _nn_parallel  # noqa: E402,F401  (acg.nn.parallel)
-from .proxy_tensor import make_fx  # noqa: E402
+from .tracing import proxy_tensor  # noqa: E402
+from .tracing.proxy_tensor import make_fx  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import aot  # noqa: E402
 from .aot import compile  # noqa: E402,A001  (torch.compile's analog shadows the builtin here)
-from . import amp, cpu  # noqa: E402  (mixed precision: acg.amp, acg.cuda.amp, acg.cpu.amp)
+from . import amp  # noqa: E402  (mixed precision: acg.amp, acg.cuda.amp, acg.cpu.amp)
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402

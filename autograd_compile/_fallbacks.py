@@ -4,7 +4,7 @@ from __future__ import annotations
 from .autograd.derivatives import autograd_fallback
 from .dispatch.keys import DispatchKey
 from .dispatch.library import Library
-from .fake import fake_fallback
+from .tracing.fake import fake_fallback
 from .modes import python_key_fallback, python_mode_fallback
 
 CORE = Library("_", "FRAGMENT")

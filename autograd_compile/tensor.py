@@ -25,6 +25,10 @@ from . import journal
 from .dispatch import dispatcher as _dispatcher
 from .dispatch.keys import TLS, DispatchKey
 
+# autograd/engine.py installs its ``backward`` here: the engine imports this module, so
+# this module never imports the engine (no import circle)
+ENGINE_BACKWARD: list[Callable[..., None]] = []
+
 _FLOATING = frozenset(map(jnp.dtype, (jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64,
                                       jnp.complex64, jnp.complex128)))
 
@@ -206,8 +210,7 @@ class Tensor:
     def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: Any = None) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see autograd.backward)."""
-        from .autograd.engine import backward
-        backward(self, gradient, retain_graph, create_graph, inputs)
+        ENGINE_BACKWARD[0](self, gradient, retain_graph, create_graph, inputs)
 
     def detach(self) -> "Tensor":
         """A new tensor with the same value and no autograd history."""
@@ -237,7 +240,7 @@ class Tensor:
     @property
     def device(self) -> Any:
         """An ``acg.device`` ("cpu", or "cuda:N" for JAX's N-th GPU)."""
-        from .device import of_jax
+        from .devices import of_jax
         devices = getattr(self._data, "devices", None)
         return of_jax(next(iter(devices())) if devices else jax.devices()[0])
 

@@ -3,7 +3,7 @@
 On jaxlib's CPU backend a chain of matmuls that ends in a reduction can be fused
 into one much slower kernel; the flag keeps reductions out of those fusions.
 XLA_FLAGS are read once per process, so each setting runs in its own subprocess
-(``python -m autograd_compile.benchmarks.xla_trap OUT [bench args]``), alternated
+(``python -m autograd_compile.benchmarks.xla_trap_child OUT [bench args]``), alternated
 ``rounds`` times;
 samples of the same setting are pooled. Each child measures the ``mlp`` workload's
 backward (acg-compiled, jax-floor) through the normal bench CLI, plus the jitted
@@ -55,27 +55,12 @@ def forward_samples(smoke: bool, device: jax.Device, warmup: int, reps: int) -> 
     return samples
 
 
-def child(argv: list[str]) -> int:
-    """In the subprocess: the bench CLI on mlp, then the forward probe, into one JSON."""
-    from .run import main, parse_args, resolve_device
-    out, bench_args = argv[0], argv[1:]
-    rc = main(["--group", "backward", "--workload", "mlp", "--systems", ",".join(TRAP_SYSTEMS),
-               "--no-sweep",
-               "--no-progress", "--json", out, *bench_args])
-    args = parse_args(bench_args)
-    doc = json.loads(Path(out).read_text())
-    doc["forward_us"] = forward_samples(args.smoke, resolve_device(args.device), args.warmup,
-                                        args.reps)
-    Path(out).write_text(json.dumps(doc, default=str))
-    return rc
-
-
 def _run_child(flag_on: bool, argv: list[str]) -> dict[str, Any]:
     """One subprocess with the flag on or off; its JSON."""
     env = dict(os.environ, XLA_FLAGS=with_trap_flag(os.environ.get("XLA_FLAGS", ""), flag_on))
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "trap.json")
-        cmd = [sys.executable, "-m", "autograd_compile.benchmarks.xla_trap", out, *argv]
+        cmd = [sys.executable, "-m", "autograd_compile.benchmarks.xla_trap_child", out, *argv]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"xla-trap subprocess failed ({' '.join(cmd)}):\n"
@@ -112,6 +97,3 @@ def print_study(trap: dict[str, Any], out: TextIO) -> None:
             print(f"  {what:24s} {a:12.1f} {b:12.1f}  {a / b:11.2f}x", file=out)
     print(f"  flag: XLA_FLAGS={trap['ynn_no_reduce']['XLA_FLAGS']!r}", file=out)
 
-
-if __name__ == "__main__":
-    sys.exit(child(sys.argv[1:]))

@@ -26,7 +26,7 @@ from autograd_compile.autograd.derivatives import (SaveSpec, alias_for_inplace,
                                                    needs_input_grad, register_derivative)
 from autograd_compile.dispatch import COMPOSITE, DISPATCHER, Library, OpOverload, parse_schema
 from autograd_compile.errors import op_error
-from autograd_compile.fake import TensorMeta, register_shape_rule
+from autograd_compile.tracing.fake import TensorMeta, register_shape_rule
 
 from ._jit import jitted
 from ._dtypes import BOOL, can_cast, cast, is_float, result_type, to_float

@@ -17,7 +17,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from autograd_compile.symbolic_shapes import SymBool, SymFloat, SymInt
+from autograd_compile.tracing.symbolic_shapes import SymBool, SymFloat, SymInt
 
 FLOAT32 = np.dtype("float32")  # the floor statistics are computed in (layer_norm, softmax...)
 DEFAULT_INT = np.dtype("int64")

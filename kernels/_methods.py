@@ -14,7 +14,7 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 
-from autograd_compile.device import device
+from autograd_compile.devices import device
 from autograd_compile.tensor import Tensor
 
 from . import api as A

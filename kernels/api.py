@@ -23,9 +23,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from autograd_compile.device import as_device, to_jax
+from autograd_compile.devices import as_device, to_jax
 from autograd_compile.dispatch.keys import TLS
-from autograd_compile.symbolic_shapes import SymFloat, SymInt
+from autograd_compile.tracing.symbolic_shapes import SymFloat, SymInt
 from autograd_compile.tensor import Tensor
 
 from . import elementwise as E
@@ -742,8 +742,6 @@ def set_default_dtype(d: Any) -> None:
     set_default_float(d)
     clear_programs()  # kernels traced with the old default baked it in
 
-
-from ._methods import install_tensor_methods  # noqa: E402,F401  (needs the functions above)
 
 # -- dtypes (last: ``bool`` shadows the builtin in this module) -----------------------------------
 float32, float64, float16, bfloat16 = jnp.float32, jnp.float64, jnp.float16, jnp.bfloat16

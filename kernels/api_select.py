@@ -14,7 +14,7 @@ from typing import Any, NamedTuple, Sequence
 import jax
 import numpy as np
 
-from autograd_compile.symbolic_shapes import SymInt
+from autograd_compile.tracing.symbolic_shapes import SymInt
 from autograd_compile.tensor import Tensor
 
 from . import factories as F

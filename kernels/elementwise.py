@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.special as jsp
 
-from autograd_compile.fake import TensorMeta
+from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import (NONDIFF, PRODUCT, binary, defop, inplace, reduce_grad, same_shape, scaled,
                      unary, wants)

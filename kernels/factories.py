@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from autograd_compile.fake import TensorMeta
-from autograd_compile.symbolic_shapes import SymFloat
+from autograd_compile.tracing.fake import TensorMeta
+from autograd_compile.tracing.symbolic_shapes import SymFloat
 
 from ._defop import NONDIFF, defop, same_shape
 from ._dtypes import DEFAULT_INT, as_dtype, default_float, scalar_dtype

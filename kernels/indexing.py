@@ -15,8 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from autograd_compile.autograd.derivatives import alias_for_inplace
-from autograd_compile.fake import TensorMeta
-from autograd_compile.symbolic_shapes import SymInt
+from autograd_compile.tracing.fake import TensorMeta
+from autograd_compile.tracing.symbolic_shapes import SymInt
 from autograd_compile.tensor import Tensor
 
 from ._defop import NONDIFF, defop, inplace, reduce_grad

@@ -8,7 +8,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from autograd_compile.fake import TensorMeta
+from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import PRODUCT, defop
 from ._shapes import broadcast_shapes

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from autograd_compile.fake import TensorMeta
+from autograd_compile.tracing.fake import TensorMeta
 from autograd_compile.tensor import Tensor, _make
 
 from ._defop import NONDIFF, defop, same_shape
@@ -43,7 +43,7 @@ class Generator:
     """
 
     def __init__(self, device: Any = "cpu") -> None:
-        from autograd_compile.device import as_device
+        from autograd_compile.devices import as_device
         self.device = as_device(device)
         self.manual_seed(DEFAULT_SEED)
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from autograd_compile.dispatch import DISPATCHER
 from autograd_compile.errors import OpError, op_error
-from autograd_compile.fake import TensorMeta
+from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import defop, reduce_grad
 from ._dtypes import BOOL, category

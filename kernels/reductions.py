@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from autograd_compile.fake import TensorMeta
+from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import NONDIFF, defop, inplace
 from ._dtypes import BOOL, DEFAULT_INT, as_dtype, category, is_float, to_float

@@ -11,7 +11,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from autograd_compile.fake import TensorMeta
+from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import NONDIFF, defop, inplace, reduce_grad, same_shape
 from ._dtypes import as_dtype, cast, result_type
@@ -303,7 +303,7 @@ triu_ = inplace("triu_", triu)
 
 # -- devices: a copy onto another jax device (gradients travel back) -----------------------------
 def _to_device(x: Any, device: str) -> Any:
-    from autograd_compile.device import to_jax
+    from autograd_compile.devices import to_jax
     target = to_jax(device)
     if not isinstance(x, jax.core.Tracer) and target in x.devices():
         return x
@@ -311,7 +311,7 @@ def _to_device(x: Any, device: str) -> Any:
 
 
 def _device_name(x: Any) -> str:
-    from autograd_compile.device import as_device
+    from autograd_compile.devices import as_device
     return str(as_device(x.device))  # a fake tensor may report a jax Device
 
 

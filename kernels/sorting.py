@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from autograd_compile.fake import TensorMeta
+from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import NONDIFF, defop, reduce_grad
 from ._dtypes import BOOL, DEFAULT_INT, cast, result_type

@@ -194,7 +194,7 @@ def test_region_backward_is_inlined_into_the_captured_graph() -> None:
         F.mse_loss(compiled(x), y).backward()
     assert acg.compiled_autograd.counters["captures"] == 1
     assert acg.compiled_autograd.counters["compiles"] == 1  # one backward, one program
-    (entries,) = acg.compiled_autograd._CACHE.values()
+    (entries,) = acg.compiled_autograd.cache._CACHE.values()
     code = entries[0].graph_module.code
     # the region's formulas (linear's matmuls, relu's where) sit beside the loss's own ops
     assert "ops.aot.once_differentiable" in code and "ops.acg.where.self" in code

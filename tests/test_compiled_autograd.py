@@ -364,7 +364,7 @@ def test_inlined_op_node_collect_matches_the_generic_visit():
         loss, (a, _) = _graphs_of_every_argument_kind(seed=3)
         a.grad = acg.zeros_like(a)  # one accumulator adds, the other sets
         task = engine.GraphTask([loss], [acg.ones(())], False, False, None, True)
-        runs.append(ca.Collected(task, "jax", fast=fast))
+        runs.append(ca.cache.Collected(task, "jax", fast=fast))
     generic, fast = runs
     assert fast.key == generic.key and len(fast.key.items) > 40
     assert fast.col.sizes == generic.col.sizes and fast.col.scalars == generic.col.scalars

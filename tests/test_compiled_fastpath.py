@@ -1,4 +1,4 @@
-"""Compiled autograd's cache-hit fast path (compiled_fastpath): same gradients, hooks,
+"""Compiled autograd's cache-hit fast path (compiled_autograd.fastpath): same gradients, hooks,
 errors and capture counts as the general path; oracles are jax.grad and eager mode."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import autograd_compile as acg
 import autograd_compile.nn.functional as F
 from autograd_compile import compiled_autograd as ca
-from autograd_compile import compiled_fastpath as fastpath
+from autograd_compile.compiled_autograd import fastpath
 from autograd_compile.autograd import engine
 from conftest import assert_close
 
@@ -217,7 +217,7 @@ def test_fast_walk_gathers_what_the_general_collect_gathers():
     for n in walk.nodes[1:]:
         n._ca_memo = None
     task = engine.GraphTask([loss], grads, True, False, None, True)
-    general = ca.Collected(task, "jax")
+    general = ca.cache.Collected(task, "jax")
     assert walk.nodes[1:] == general.nodes[1:]
     assert walk.col.sizes == general.col.sizes and walk.col.scalars == general.col.scalars
     assert [id(t) for t in walk.col.leaves] == [id(t) for t in general.col.leaves]

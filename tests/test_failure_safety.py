@@ -179,7 +179,7 @@ def test_function_backward_fault_changes_nothing(mode):
         Square.armed = False
     assert_same_state(before, scene.state())
     if mode.compiled:
-        assert not ca._CACHE and ca.counters["captures"] == 0  # a failed capture is dropped
+        assert not ca.cache._CACHE and ca.counters["captures"] == 0  # a failed capture is dropped
     with mode():
         scene.loss.backward()
     check_clean(scene, "none")
@@ -198,7 +198,7 @@ def test_compiler_fault_changes_nothing(backend):
     with pytest.raises(Fault, match="compiler"), ca.enable(broken):
         scene.loss.backward()
     assert_same_state(before, scene.state())
-    assert scene.calls == [] and not ca._CACHE and ca.counters["captures"] == 0
+    assert scene.calls == [] and not ca.cache._CACHE and ca.counters["captures"] == 0
     with ca.enable(backend):
         scene.loss.backward()
     check_clean(scene, "none")

@@ -98,7 +98,7 @@ def test_cache_size_limit_evicts_least_recently_used_and_warns(monkeypatch, capl
             with ca.enable("eager"):
                 (x ** p).sum().backward()
             assert_close(x.grad, p * np.array([1.5, 2.0]) ** (p - 1), rtol=1e-12)
-            assert len(ca._CACHE) <= 3
+            assert len(ca.cache._CACHE) <= 3
     assert ca.counters["evictions"] == 5 and ca.counters["captures"] == 8
     assert "cache_size_limit" in caplog.text
     x = acg.tensor([1.5, 2.0], dtype=acg.float64, requires_grad=True)
@@ -129,7 +129,7 @@ def test_recompile_limit_bounds_recaptures_of_one_graph(monkeypatch, caplog):
             with ca.enable("eager"):
                 Specialised.apply(x, k).sum().backward()
             assert x.grad.tolist() == [k, k]
-            assert sum(len(v) for v in ca._CACHE.values()) <= 2
+            assert sum(len(v) for v in ca.cache._CACHE.values()) <= 2
     assert "recaptures of one graph" in caplog.text
 
 
@@ -161,7 +161,7 @@ def test_dropping_a_model_frees_parameters_and_hook_closures():
                                                              weakref.ref(model)]
     refs = train_once()
     gc.collect()
-    assert ca._CACHE, "the graph stays cached"
+    assert ca.cache._CACHE, "the graph stays cached"
     assert [r() for r in refs] == [None] * len(refs)
 
 

@@ -139,7 +139,7 @@ def test_rearrangements_in_every_mode(mode) -> None:
 
 
 def test_repeat_interleave_with_tensor_repeats_needs_output_size_when_traced() -> None:
-    from autograd_compile.fake import FakeTensorMode
+    from autograd_compile.tracing.fake import FakeTensorMode
     x, r = acg.ones(3, 2), acg.tensor([1, 0, 2])
     assert x.repeat_interleave(r, dim=0).shape == (3, 2)  # eager: read from the values
     with FakeTensorMode() as m:
@@ -201,7 +201,7 @@ def test_positions_by_value_feed_differentiable_ops_in_every_mode(mode) -> None:
 
 
 def test_data_dependent_lengths_under_fake_tensors() -> None:
-    from autograd_compile.fake import FakeTensorMode
+    from autograd_compile.tracing.fake import FakeTensorMode
     with FakeTensorMode() as m:
         i, b = m.from_tensor(acg.tensor([0, 2])), m.from_tensor(acg.tensor([1.0, 2.0]))
         assert acg.bucketize(i, b).shape == (2,)  # shape known: fine

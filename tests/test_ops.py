@@ -26,8 +26,8 @@ import pytest
 
 import autograd_compile as acg
 import autograd_compile.nn.functional as F
-from autograd_compile.fake import FakeTensor, FakeTensorMode
-from autograd_compile.symbolic_shapes import ShapeEnv, hint_int
+from autograd_compile.tracing.fake import FakeTensor, FakeTensorMode
+from autograd_compile.tracing.symbolic_shapes import ShapeEnv, hint_int
 
 
 from _op_spec import Arg, B, C, Case, I, P, T, U, V, _values  # noqa: F401

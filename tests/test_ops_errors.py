@@ -14,7 +14,7 @@ import pytest
 import autograd_compile as acg
 import autograd_compile.nn.functional as F
 from autograd_compile.errors import OpError
-from autograd_compile.fake import FakeTensorMode
+from autograd_compile.tracing.fake import FakeTensorMode
 
 
 def t(*shape: int, dtype: Any = acg.float32) -> acg.Tensor:

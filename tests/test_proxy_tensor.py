@@ -11,8 +11,8 @@ import pytest
 
 import autograd_compile as acg
 import autograd_compile.nn.functional as F
-from autograd_compile.fake import FakeTensor, FakeTensorMode
-from autograd_compile.proxy_tensor import make_fx, sym_size
+from autograd_compile.tracing.fake import FakeTensor, FakeTensorMode
+from autograd_compile.tracing.proxy_tensor import make_fx, sym_size
 
 MODES = ["real", "fake", "symbolic"]
 

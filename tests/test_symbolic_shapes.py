@@ -1,4 +1,4 @@
-"""Tests for autograd_compile.symbolic_shapes (SymInt, ShapeEnv, guards, modes)."""
+"""Tests for autograd_compile.tracing.symbolic_shapes (SymInt, ShapeEnv, guards, modes)."""
 from __future__ import annotations
 
 import doctest
@@ -14,7 +14,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from autograd_compile import symbolic_shapes as ss
-from autograd_compile.symbolic_shapes import (
+from autograd_compile.tracing.symbolic_shapes import (
     ShapeEnv, SymBool, SymDispatchMode, SymFloat, SymInt, SymProxyTracker,
     current_sym_dispatch_mode, get_proxy, guard_int, has_proxy, hint_int,
     is_symbolic, set_proxy, sym_int, sym_max, sym_min, sym_not,

@@ -10,7 +10,7 @@ import pytest
 
 import autograd_compile as acg
 import autograd_compile.nn.functional as F
-from autograd_compile.fake import FakeTensor, FakeTensorMode
+from autograd_compile.tracing.fake import FakeTensor, FakeTensorMode
 
 
 def test_tensor_infers_pytorch_dtypes() -> None:

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..autograd.engine import STATE as _ENGINE
-from ..device import as_device, gpu_count
+from ..devices import as_device, gpu_count
 from ..dispatch.dispatcher import DISPATCHER, OpOverload
 from ..dispatch.keys import TLS, DispatchKey
 from ..dispatch.library import Library

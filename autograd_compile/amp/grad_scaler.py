@@ -16,7 +16,7 @@ from typing import Any, Iterable
 import jax
 import jax.numpy as jnp
 
-from ..device import gpu_count
+from ..devices import gpu_count
 from ..tensor import Tensor, _make
 
 __all__ = ["GradScaler", "OptState"]

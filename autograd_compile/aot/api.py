@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 
 from .. import config
 from ..amp.autocast_mode import active_state as active_autocast
-from ..compiled_runtime import picker
+from ..compiled_autograd.runtime import picker
 from ..dispatch.keys import TLS
 from ..nn.modules import Module
 from ..tensor import Tensor

@@ -13,7 +13,7 @@ symbol), 0 and 1 specialised, and every decision the trace took on them is
 recorded by the ShapeEnv as a guard; the other sizes must match exactly.
 :class:`SizeGuards` checks a new call's sizes against them.
 
->>> from autograd_compile.symbolic_shapes import ShapeEnv
+>>> from autograd_compile.tracing.symbolic_shapes import ShapeEnv
 >>> g = SizeGuards([16, 64, 64, 1], ShapeEnv(), dynamic=True)
 >>> g.symbolic
 [s0, s1, s1, 1]
@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 import sympy
 
-from ..symbolic_shapes import ShapeEnv
+from ..tracing.symbolic_shapes import ShapeEnv
 
 
 class SizeGuards:

@@ -23,7 +23,7 @@ from typing import Any
 from ..autograd.derivatives import register_derivative
 from ..dispatch.dispatcher import DISPATCHER
 from ..dispatch.library import Library
-from ..fake import TensorMeta, register_shape_rule
+from ..tracing.fake import TensorMeta, register_shape_rule
 
 DOUBLE_BACKWARD = ("acg.compile does not currently support double backward: the backward of a "
                    "compiled region was built from its forward trace and cannot be "

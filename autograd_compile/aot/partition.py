@@ -25,7 +25,7 @@ from typing import Any
 
 from ..dispatch.dispatcher import OpOverload
 from ..fx import Graph, Node, map_arg
-from ..proxy_tensor import sym_size
+from ..tracing.proxy_tensor import sym_size
 from ..tensor import Tensor
 from .ops import once_differentiable
 from .trace import Joint, NotTraceable

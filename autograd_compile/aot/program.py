@@ -22,12 +22,12 @@ import jax.numpy as jnp
 from ..autograd.node import AccumulateGrad, Node, TensorMeta, gradient_edge
 from ..autograd.saved import _FREED, UNPACK_OVERRIDE, SavedVariable
 from ..backends.jax import _call_op, _load
-from ..compiled_nodes import VISITORS, NodeState
+from ..compiled_autograd.collect import VISITORS, NodeState
 from ..dispatch.dispatcher import OpOverload
 from ..dispatch.keys import TLS
-from ..fake import FakeTensor
+from ..tracing.fake import FakeTensor
 from ..fx import Graph, GraphModule
-from ..proxy_tensor import sym_size
+from ..tracing.proxy_tensor import sym_size
 from ..tensor import Tensor, _make
 from .partition import Parts
 from .trace import Joint

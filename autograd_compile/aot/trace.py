@@ -28,12 +28,12 @@ import jax.numpy as jnp
 from ..autograd import engine
 from ..autograd.grad_mode import set_grad_enabled
 from ..autograd.node import GraphRoot, gradient_edge
-from ..fake import FakeTensor, FakeTensorMode
+from ..tracing.fake import FakeTensor, FakeTensorMode
 from ..fx import Graph, Node
 from ..fx.naming import sanitize
 from ..modes import DispatchMode
-from ..proxy_tensor import ProxyTracer, track_tensor_tree, tracing
-from ..symbolic_shapes import ShapeEnv, is_symbolic
+from ..tracing.proxy_tensor import ProxyTracer, track_tensor_tree, tracing
+from ..tracing.symbolic_shapes import ShapeEnv, is_symbolic
 from ..tensor import Tensor
 from .guards import SizeGuards
 from .tree import flatten, unflatten

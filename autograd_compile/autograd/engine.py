@@ -15,7 +15,6 @@ which lets the same backward be retried after a failure.
 from __future__ import annotations
 
 import heapq
-import threading
 from typing import Any, Callable, Sequence
 
 import jax.numpy as jnp
@@ -24,24 +23,16 @@ from ..dispatch.keys import TLS
 from ..dispatch.library import ops
 from ..errors import shape_list
 from ..kernels._shapes import shapes_equal
-from ..tensor import Tensor, _make
+from ..tensor import ENGINE_BACKWARD, Tensor, _make
 from .. import journal
 from .node import AccumulateGrad, GraphRoot, Node, gradient_edge
+from .accumulate import (POST_ACC_RETURNED, STATE, _add, _hook_name, _plain,  # noqa: F401
+                         accumulate_into_grad, accumulate_retained, run_post_acc_hooks)
 
 # compiled autograd installs itself here: fn(task) -> bool (True when it ran the task)
 COMPILED_RUNNER: list[Callable[["GraphTask"], bool]] = []
 # and its cache-hit fast path, tried before a GraphTask is built (see backward())
 COMPILED_FAST: list[Callable[[list, list, bool], Any]] = []
-
-
-class _EngineState(threading.local):
-    def __init__(self) -> None:
-        self.create_graph = False
-        self.anomaly = False
-        self.depth = 0
-
-
-STATE = _EngineState()
 
 
 class GraphTask:
@@ -236,16 +227,6 @@ def _walk(task: GraphTask, call: Callable[[GraphTask, Node, list], list | None] 
                 heapq.heappush(heap, (-nxt.seq, counter, nxt))
 
 
-def _plain(*ts: Tensor) -> bool:
-    """Plain tensors and no mode active: the engine may use jax directly (faster);
-    otherwise it goes through ops, so tracing and subclasses see every step."""
-    return not STATE.create_graph and not TLS.mode_stack and all(type(t) is Tensor for t in ts)
-
-
-def _add(a: Tensor, b: Tensor) -> Tensor:
-    return _make(a._data + b._data) if _plain(a, b) else a + b
-
-
 def call_node(task: GraphTask, node: Node, grads: list[Tensor | None]) -> list | None:
     """Hooks and the node itself, in PyTorch's order; None when the node is skipped.
     A node reached with no gradient at all still runs its hooks (they see None)."""
@@ -311,10 +292,6 @@ def run_tensor_pre_hooks(hooks: list[tuple[int, Callable]], grads: list[Tensor |
             grads[slot] = new
 
 
-def _hook_name(hook: Callable) -> str:
-    return getattr(hook, "__name__", type(hook).__name__)
-
-
 def check_hook_result(hook: Callable, old: Tensor | None, new: Any) -> None:
     """A hook may return a gradient of the same shape and dtype, or None (PyTorch's
     ``check_single_result``; our context follows PyTorch's words)."""
@@ -362,47 +339,6 @@ def _check_tuple(hook: Callable, value: Any, old: list, kind: str) -> list:
         if v is not None:
             check_hook_result(hook, o, v)
     return [v if v is not None else o for o, v in zip(old, value)]
-
-
-POST_ACC_RETURNED = "Tensor post accumulate grad hooks should return None."
-
-
-def run_post_acc_hooks(variable: Tensor, hooks: list[Callable]) -> None:
-    for hook in hooks:
-        result = hook(variable)
-        if result is not None:
-            raise RuntimeError(f"{POST_ACC_RETURNED} (hook '{_hook_name(hook)}' returned "
-                               f"{type(result).__name__})")
-
-
-# -- writing gradients ----------------------------------------------------------------
-
-def accumulate_into_grad(variable: Tensor, g: Tensor) -> Tensor | None:
-    """``.grad = g`` the first time, else add (in place unless building a graph).
-    Returns the new ``.grad`` when it took the incoming gradient (PyTorch "steals" it:
-    AccumulateGrad's post-hooks then see ``.grad`` itself), else None."""
-    if not STATE.create_graph:
-        g = g.detach()  # a fresh object over the same (immutable) value: safe to own
-    old = variable._grad
-    if old is None:
-        journal.record(variable, "_grad")
-        variable._grad = g
-        return None if STATE.create_graph else g
-    if STATE.create_graph:
-        journal.record(variable, "_grad")
-        variable._grad = old + g
-    elif _plain(old, g):
-        old._set_data(old._data + g._data)
-    else:
-        old.add_(g)
-    return None
-
-
-def accumulate_retained(t: Tensor, g: Tensor) -> None:
-    """retain_grad: ``.grad`` is set, then summed out of place across backwards."""
-    journal.record(t, "_grad")
-    new = g if STATE.create_graph else g.detach()
-    t._grad = new if t._grad is None else _add(t._grad, new)
 
 
 def validate_outputs(node: Node, outs: list,
@@ -544,3 +480,6 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         result = [g if g is not None else _make(jnp.zeros(t.shape, t.dtype))
                   for g, t in zip(result, ins)]
     return tuple(result)
+
+
+ENGINE_BACKWARD.append(backward)  # Tensor.backward calls it

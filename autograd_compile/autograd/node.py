@@ -20,6 +20,7 @@ import weakref
 from typing import Any, Callable, Sequence
 
 from ..tensor import HookDict, RemovableHandle, Tensor
+from .accumulate import accumulate_into_grad, run_post_acc_hooks
 
 Edge = tuple["Node | None", int]
 _seq = itertools.count()
@@ -166,7 +167,6 @@ class AccumulateGrad(Node):
                          ) -> Tensor | None:
         """Write ``.grad``, then run the post-accumulate-grad hooks given; returns the new
         ``.grad`` when it is the incoming gradient itself (see accumulate_into_grad)."""
-        from .engine import accumulate_into_grad, run_post_acc_hooks
         g = grad_outputs[0]
         if g is None:
             return None

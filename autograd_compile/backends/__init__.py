@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..compiled_autograd import register_backend
 from . import cuda, cudnn, mps  # PyTorch's torch.backends.* switches
 from .eager import eager
 from .jax import jax_backend
 
 BACKENDS: dict[str, Callable] = {"eager": eager, "jax": jax_backend}
+for _name, _fn in BACKENDS.items():  # enable("jax") resolves through compiled autograd's registry
+    register_backend(_name, _fn)
 
 
 def get(name: str) -> Callable:

@@ -10,7 +10,7 @@ XLA program whichever is chosen).
 from __future__ import annotations
 
 from .. import _flags
-from ..cuda import is_available as _cuda_available
+from ..devices.cuda import is_available as _cuda_available
 
 
 class _Matmul:

@@ -7,7 +7,7 @@ that read them back; ``acg.use_deterministic_algorithms`` and
 >>> acg.backends.cudnn.benchmark = True; acg.backends.cudnn.enabled
 True
 """
-from ..cuda import is_available as _cuda_available
+from ..devices.cuda import is_available as _cuda_available
 
 enabled = True
 benchmark = False

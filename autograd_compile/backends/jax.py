@@ -24,7 +24,8 @@ import jax
 import numpy as np
 
 from .. import journal
-from ..compiled_runtime import HOST_CALLS, WRITES, accumulate_grad, picker
+from ..compiled_autograd import counters
+from ..compiled_autograd.runtime import HOST_CALLS, WRITES, accumulate_grad, picker
 from ..dispatch.dispatcher import OpOverload
 from ..dispatch.keys import TLS, DispatchKey
 from ..fx import GraphModule, Node
@@ -103,7 +104,6 @@ class Segment:
         self.fn = jax.jit(self._trace, static_argnums=(3,))
 
     def _trace(self, ext: tuple, in_arrays: tuple, scalars: Any, static: tuple) -> tuple:
-        from ..compiled_autograd import counters
         counters["compiles"] += 1  # runs once per XLA compile (jit traces once per shape)
         env: dict[Node, Any] = dict(zip(self.ext, ext))
         env.update(zip(self.static, static))

@@ -19,12 +19,12 @@ from typing import Any, Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from .dispatch.dispatcher import OpOverload, boxed
-from .dispatch.keys import DispatchKey, include_keys
-from .errors import op_error
+from ..dispatch.dispatcher import OpOverload, boxed
+from ..dispatch.keys import DispatchKey, include_keys
+from ..errors import op_error
 from .lifted import plain
-from .modes import DispatchMode
-from .tensor import Tensor, _init
+from ..modes import DispatchMode
+from ..tensor import Tensor, _init
 
 
 class TensorMeta(NamedTuple):

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .autograd.derivatives import OpNode
-from .autograd.function import BackwardCFunction
-from .autograd.node import AccumulateGrad, ErrorNode, GraphRoot, Node, TensorMeta
-from .autograd.saved import UNPACK_OVERRIDE, SavedVariable
-from .tensor import Tensor
+from ..autograd.derivatives import OpNode
+from ..autograd.function import BackwardCFunction
+from ..autograd.node import AccumulateGrad, ErrorNode, GraphRoot, Node, TensorMeta
+from ..autograd.saved import UNPACK_OVERRIDE, SavedVariable
+from ..tensor import Tensor
 
 _SIZE_TYPES = frozenset({"SymInt", "SymInt[]", "SymInt?", "SymInt[]?"})
 _CTX_INTERNAL = frozenset({"fn_cls", "materialize_grads", "needs_input_grad", "input_meta",

@@ -23,7 +23,7 @@ import operator
 import threading
 from typing import Any, Callable
 
-from .symbolic_shapes import _mode_popped, current_sym_dispatch_mode
+from .sym_mode import _mode_popped, current_sym_dispatch_mode
 
 
 class _GuardState(threading.local):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .device import gpu_count, to_jax
+from .model import gpu_count, to_jax
 
 
 def is_available() -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import cuda
-from .device import device
+from .model import device
 
 
 def is_available() -> bool:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
-from .autograd.engine import (accumulate_into_grad, accumulate_retained, check_hook_result,
+from ..autograd.engine import (accumulate_into_grad, accumulate_retained, check_hook_result,
                               run_post_acc_hooks, run_post_hooks, run_pre_hooks)
-from .tensor import Tensor
+from ..tensor import Tensor
 
 
 def _impure(fn: Callable) -> Callable:

@@ -23,15 +23,15 @@ import contextlib
 import itertools
 from typing import Any, Callable, Iterator
 
-from .autograd.saved import output_aliases
-from .dispatch.dispatcher import OpOverload
+from ..autograd.saved import output_aliases
+from ..dispatch.dispatcher import OpOverload
 from .fake import FakeTensor, FakeTensorMode
-from .fx import Graph, GraphModule, Proxy, Tracer
+from ..fx import Graph, GraphModule, Proxy, Tracer
 from .lifted import LiftedScalar
-from .modes import DispatchMode
+from ..modes import DispatchMode
 from .symbolic_shapes import (ShapeEnv, SymDispatchMode, SymInt, SymProxyTracker,
                               _WeakIdKeyDict, get_proxy, is_symbolic, set_proxy)
-from .tensor import Tensor
+from ..tensor import Tensor
 
 
 def sym_size(t: Any, dim: int) -> Any:

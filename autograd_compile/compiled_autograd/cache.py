@@ -1,26 +1,8 @@
-"""Compiled autograd: capture a whole backward pass, hooks included, into one graph.
+"""The cache and the runner the engine calls: collect, look up, capture on a miss, run.
 
->>> import autograd_compile as acg
->>> x = acg.ones(4, requires_grad=True)
->>> with acg.compiled_autograd.enable("jax"):
-...     (x * x).sum().backward()
->>> x.grad.tolist(), acg.compiled_autograd.counters["captures"] >= 1
-([2.0, 2.0, 2.0, 2.0], True)
-
-Every backward under :func:`enable` goes like this:
-
-1. **Collect** (every call): one walk over the autograd graph builds the cache
-   key (node types, structure, dtypes, hook counts, specialised constants) and
-   gathers what is lifted: saved tensors, sizes, float scalars, hooks, leaves.
-2. **Look up**: a cache hit whose guards hold (sizes that were equal are still
-   equal, SymInt guards, specialised scalars) is reused.
-3. **Capture** (on a miss): an :class:`AutogradCompilerInstance` replays the
-   same walk the eager engine does, running each node's own ``apply`` on fake
-   tensors with symbolic sizes under proxy tracing; hooks become ``call_hook``
-   nodes against the ``hooks`` input (hooks marked :func:`pure_hook` are traced
-   inline). ``compiler_fn(graph_module)`` gives the callable that is cached.
-4. **Run**: ``compiled(inputs, sizes, scalars, hooks, leaves)`` computes the
-   gradients, calls hooks at their eager positions and writes ``.grad``.
+:func:`run_fast` is the engine's first try for a plain ``backward()`` (the cache-hit fast
+path of :mod:`.fastpath`); :func:`run_compiled` is the general path. Both live here
+because both read and fill the one cache, keyed by :class:`.collect.CacheKey`.
 """
 from __future__ import annotations
 
@@ -29,89 +11,23 @@ import threading
 from collections import OrderedDict
 from typing import Any, Callable
 
-from . import config
-from .autograd import engine
-from .autograd.engine import GraphTask, NodeHooks
-from .autograd.derivatives import OpNode
-from .autograd.node import AccumulateGrad, Node
-from . import compiled_fastpath as fastpath
-from .compiled_capture import AutogradCompilerInstance, CacheEntry
-from .compiled_nodes import CacheKey, Collector, NotCapturable, memo_of, visit_node
-from .dispatch.keys import TLS
+from .. import config
+from ..autograd import engine
+from ..autograd.engine import GraphTask, NodeHooks
+from ..autograd.derivatives import OpNode
+from ..autograd.node import AccumulateGrad, Node
+from . import fastpath
+from .capture import AutogradCompilerInstance, CacheEntry
+from .collect import CacheKey, Collector, NotCapturable, memo_of, visit_node
+from ..dispatch.keys import TLS
+from .api import counters, current_compiler
 
 log = config.get_logger("compiled_autograd")
 CACHE_SIZE_LIMIT = 256  # distinct graphs kept (like torch._dynamo's cache_size_limit)
 RECOMPILE_LIMIT = 8     # guard-failure recaptures kept per graph structure
-
-
-class Counters(dict):
-    """captures, cache_hits, compiles (XLA programs built), eager_runs."""
-
-    def __init__(self) -> None:
-        super().__init__(captures=0, cache_hits=0, compiles=0, eager_runs=0, evictions=0)
-
-    def clear(self) -> None:
-        for k in self:
-            self[k] = 0
-
-
-counters = Counters()
 _SEEN_LIMIT = 8  # size lists that decide duck groups: enough to tell coincidences apart
 _CACHE: "OrderedDict[CacheKey, list[CacheEntry]]" = OrderedDict()
 _LOCK = threading.RLock()
-
-
-class _State(threading.local):
-    def __init__(self) -> None:
-        self.stack: list[Any] = []
-
-
-_STATE = _State()
-
-
-def _resolve(compiler_fn: Any) -> Callable:
-    if isinstance(compiler_fn, str):
-        from .backends import get
-        return get(compiler_fn)
-    if not callable(compiler_fn):
-        raise TypeError(f"compiled_autograd.enable() expects a compiler_fn (a callable "
-                        f"GraphModule -> callable) or a backend name such as 'jax' or 'eager', "
-                        f"got {type(compiler_fn).__name__}")
-    return compiler_fn
-
-
-class enable:
-    """Compile every backward inside the block with ``compiler_fn``.
-
-    ``compiler_fn`` is ``"jax"``, ``"eager"`` or any callable taking the captured
-    GraphModule and returning a callable with the same signature. Nested
-    blocks must exit in order; the innermost one wins.
-    """
-
-    def __init__(self, compiler_fn: Any = "jax") -> None:
-        self.compiler_fn = _resolve(compiler_fn)
-
-    def __enter__(self) -> "enable":
-        _STATE.stack.append(self)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if not _STATE.stack or _STATE.stack[-1] is not self:
-            raise RuntimeError("Nested Compiled Autograd Contexts must return before their "
-                               "parent context (compiled_autograd contexts must exit in the "
-                               "reverse order they were entered)")
-        _STATE.stack.pop()
-
-
-class disable(enable):
-    """Run backwards inside the block eagerly, even within ``enable``."""
-
-    def __init__(self) -> None:
-        self.compiler_fn = None
-
-
-def current_compiler() -> Callable | None:
-    return _STATE.stack[-1].compiler_fn if _STATE.stack else None
 
 
 def reset() -> None:
@@ -120,19 +36,6 @@ def reset() -> None:
         _CACHE.clear()
         fastpath.forget()
         counters.clear()
-
-
-def pure_hook(fn: Callable) -> Callable:
-    """Mark a hook as a pure tensor function: compiled autograd traces it into the
-    program instead of calling it from Python (it must have no side effects; the
-    graph specialises on its code and on scalar values in its closure).
-
-    >>> @pure_hook
-    ... def clip(g):
-    ...     return g.clamp(-1.0, 1.0)
-    """
-    fn._acg_pure = True
-    return fn
 
 
 # -- the runner the engine calls -------------------------------------------------------
@@ -372,6 +275,3 @@ def run_fast(roots: list, grads: list, keep_graph: bool) -> Any:
 
 engine.COMPILED_RUNNER.append(run_compiled)
 engine.COMPILED_FAST.append(run_fast)
-
-__all__ = ["enable", "disable", "reset", "counters", "pure_hook", "AutogradCompilerInstance",
-           "current_compiler", "CACHE_SIZE_LIMIT"]

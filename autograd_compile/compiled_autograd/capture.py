@@ -17,27 +17,27 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import sympy
 
-from . import config
-from .autograd import engine
-from .autograd.derivatives import OpNode
-from .autograd.engine import GraphTask, check_hook_result, validate_outputs
-from .autograd.function import BackwardCFunction
-from .autograd.node import AccumulateGrad, GraphRoot, Node, TensorMeta
-from .autograd.saved import UNPACK_OVERRIDE, SavedVariable
-from .compiled_nodes import Collector, NotCapturable, visit_node
-from .compiled_runtime import (accumulate_grad, call_post_acc_hook, call_post_hook,
+from .. import config
+from ..autograd import engine
+from ..autograd.derivatives import OpNode
+from ..autograd.engine import GraphTask, check_hook_result, validate_outputs
+from ..autograd.function import BackwardCFunction
+from ..autograd.node import AccumulateGrad, GraphRoot, Node, TensorMeta
+from ..autograd.saved import UNPACK_OVERRIDE, SavedVariable
+from .collect import Collector, NotCapturable, visit_node
+from .runtime import (accumulate_grad, call_post_acc_hook, call_post_hook,
                                call_pre_hook, call_stolen_post_hook, call_tensor_pre_hook,
                                call_unpack_hook, picker, retain_grad)
-from .dispatch.keys import TLS
-from .fake import FakeTensor, FakeTensorMode
-from .fx import GraphModule, Proxy
-from .lifted import GUARDS, LiftedScalar
-from .proxy_tensor import ProxyTracer, fetch_tensor_proxy, track_tensor_tree, tracing
-from .symbolic_shapes import ShapeEnv, set_proxy
-from .tensor import Tensor
+from ..dispatch.keys import TLS
+from ..tracing.fake import FakeTensor, FakeTensorMode
+from ..fx import GraphModule, Proxy
+from ..tracing.lifted import GUARDS, LiftedScalar
+from ..tracing.proxy_tensor import ProxyTracer, fetch_tensor_proxy, track_tensor_tree, tracing
+from ..tracing.symbolic_shapes import ShapeEnv, set_proxy
+from ..tensor import Tensor
 
 if TYPE_CHECKING:
-    from .compiled_autograd import Collected
+    from .cache import Collected
 
 log = config.get_logger("compiled_autograd")
 _PLACEHOLDERS = ("inputs", "sizes", "scalars", "hooks", "leaves")
@@ -66,7 +66,7 @@ class CacheEntry:
 def _used_after_hook(gm: GraphModule, n_inputs: int) -> list[bool]:
     """For each input: is its first use preceded by a host hook call in graph order? (Only
     those can see an in-place change a hook made; eager checks versions at first use.)"""
-    from .compiled_runtime import HOST_CALLS
+    from .runtime import HOST_CALLS
     nodes = list(gm.graph.nodes)
     calls_before, count = {}, 0
     for n in nodes:

@@ -26,10 +26,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-from .autograd.derivatives import OpNode
-from .autograd.node import AccumulateGrad, GraphRoot, Node, gradient_edge
-from .compiled_nodes import CacheKey, Collector, UsesUnpackHook, memo_of, visit_node
-from .tensor import Tensor
+from ..autograd.derivatives import OpNode
+from ..autograd.node import AccumulateGrad, GraphRoot, Node, gradient_edge
+from .collect import CacheKey, Collector, UsesUnpackHook, memo_of, visit_node
+from ..tensor import Tensor
 
 EXACT_LIMIT = 64  # exact keys kept (several per cached graph: one per size combination)
 _EXACT: "OrderedDict[CacheKey, list[Any]]" = OrderedDict()

@@ -1,0 +1,1 @@
+"""PyTorch's ``torch._subclasses`` import path (``fake_tensor``), for ported code."""
