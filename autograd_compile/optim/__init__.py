@@ -8,7 +8,10 @@
 """
 from . import lr_scheduler
 from .algorithms import SGD, Adadelta, Adagrad, Adam, AdamW, RMSprop
+from .algorithms_extra import ASGD, Adafactor, Adamax, Muon, NAdam, RAdam, Rprop, SparseAdam
+from .lbfgs import LBFGS
 from .optimizer import Optimizer, required
 
-__all__ = ["SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop",
+__all__ = ["ASGD", "LBFGS", "SGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW",
+           "Adamax", "Muon", "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop", "SparseAdam",
            "lr_scheduler", "required"]
