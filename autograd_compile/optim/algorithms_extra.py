@@ -279,7 +279,7 @@ class SparseAdam(Optimizer):
     >>> try:
     ...     opt.step()
     ... except RuntimeError as e:
-    ...     print(str(e)[:44])
+    ...     print(str(e)[:43])
     SparseAdam does not support dense gradients
     """
 
