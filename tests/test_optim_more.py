@@ -297,3 +297,43 @@ def test_new_optimizers_train_in_every_mode(mode):
                 opt.step()
             out.append(w.detach().numpy())
         assert_close(out[0], out[1], rtol=1e-6, atol=1e-6)
+
+
+OPTIMIZERS = ["SGD", "Adam", "AdamW", "Adadelta", "Adagrad", "RMSprop", "RAdam", "NAdam",
+              "Adamax", "ASGD", "Rprop", "SparseAdam", "Adafactor", "Muon", "LBFGS"]
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_constructor_signature_equals_torchs(name):
+    """Every argument (foreach, fused, maximize, capturable, differentiable ...) by name, kind
+    and default, as torch.optim spells it."""
+    import inspect
+
+    def params(cls):
+        return [(p.name, p.kind, p.default)
+                for p in inspect.signature(cls.__init__).parameters.values()]
+
+    assert params(getattr(acg.optim, name)) == params(getattr(torch.optim, name))
+
+
+@pytest.mark.parametrize("name,kw", [CASES[1], CASES[4], CASES[7], CASES[9], CASES[12],
+                                     CASES[14]], ids=["RAdam", "NAdam", "Adamax", "ASGD",
+                                                      "Rprop", "Adafactor"])
+def test_our_state_dict_loads_into_torch_and_continues(name, kw):
+    """The other direction: 10 steps here, our state_dict into torch.optim, 10 more each."""
+    grads = _grads(20, seed=5)
+    ours, opt = _run_ours(name, kw, grads[:10])
+    tps = [torch.tensor(p.numpy(), requires_grad=True) for p in ours]
+    topt = getattr(torch.optim, name)([{"params": tps[:2]}, {"params": tps[2:], "lr": 0.02}],
+                                      lr=0.05, **kw)
+    sd = opt.state_dict()
+    topt.load_state_dict({"state": {k: {n: torch.tensor(v.numpy()) if hasattr(v, "numpy") else v
+                                        for n, v in st.items()} for k, st in sd["state"].items()},
+                          "param_groups": sd["param_groups"]})
+    for gs in grads[10:]:
+        for p, q, g in zip(ours, tps, gs):
+            p.grad, q.grad = acg.tensor(g), torch.tensor(g)
+        opt.step()
+        topt.step()
+    for a, b in zip(ours, tps):
+        assert_close(a.numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-6)
