@@ -276,7 +276,9 @@ def test_training_loop_over_a_loader(mode):
     w = acg.nn.Parameter(acg.zeros(3, 1))
     opt = acg.optim.SGD([w], lr=1e-3)
     acg.manual_seed(4)
-    order = sum([list(RandomSampler(ds)) for _ in range(2)], [])
+    # as PyTorch's, each loader iterator first draws its workers' base seed, then the sampler's
+    order = sum([(acg.default_generator.next_key(), list(RandomSampler(ds)))[1]
+                 for _ in range(2)], [])
     acg.manual_seed(4)
     loader = DataLoader(ds, batch_size=4, shuffle=True)
     ref = np.zeros((3, 1))
