@@ -21,7 +21,7 @@ import time
 from typing import Any, Iterator
 
 from ._worker import (_ExceptionWrapper, _IterableDatasetStopIteration, _ResumeIteration,
-                      _worker_loop)
+                      _worker_loop, _WorkerReady)
 
 __all__: list[str] = []
 
@@ -92,7 +92,7 @@ class MultiProcessingIter:
             worker.start()
             self._index_queues.append(index_queue)
             self._workers.append(worker)
-        self._shutdown = False
+        self._shutdown, self._ready = False, 0
         self._reset(first=True)
 
     # -- epochs --------------------------------------------------------------------------------
@@ -188,22 +188,29 @@ class MultiProcessingIter:
             self._index_queues[wid].put(None)
 
     def _get_data(self) -> tuple[Any, Any]:
-        """The next result, raising if a worker died or ``timeout`` passed."""
+        """The next result, raising if a worker died or ``timeout`` passed (counted once every
+        worker has started: a spawned worker's imports take seconds)."""
         start = time.monotonic()
         while True:
             wait = _POLL if self._timeout <= 0 else min(
                 _POLL, max(0.0, self._timeout - (time.monotonic() - start)))
             try:
-                return self._result_queue.get(timeout=wait)
+                message = self._result_queue.get(timeout=wait)
             except queue.Empty:
                 pass
+            else:
+                if not isinstance(message[0], _WorkerReady):
+                    return message
+                self._ready += 1
+                start = time.monotonic()
+                continue
             dead = [str(w.pid) for w, on in zip(self._workers, self._active)
                     if on and not w.is_alive()]
             if dead:
                 self._shutdown_workers()
                 raise RuntimeError(f"DataLoader worker (pid(s) {', '.join(dead)}) exited "
                                    "unexpectedly")
-            if 0 < self._timeout <= time.monotonic() - start:
+            if self._ready == self._n and 0 < self._timeout <= time.monotonic() - start:
                 raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
 
     # -- shutdown ------------------------------------------------------------------------------

@@ -126,6 +126,13 @@ class _IterableDatasetStopIteration:
 
 
 @dataclass(frozen=True)
+class _WorkerReady:
+    """A worker finished starting (imports, seeding, ``worker_init_fn``)."""
+
+    worker_id: int
+
+
+@dataclass(frozen=True)
 class _ResumeIteration:
     """Persistent workers: start the dataset's stream again (a new epoch)."""
 
@@ -162,6 +169,7 @@ def _worker_loop(dataset: Any, is_iterable: bool, index_queue: Any, result_queue
         fetcher = _make_fetcher(dataset, is_iterable, fetcher_args)
     except Exception as e:  # raised in the main process with the first batch asked for
         init_error, fetcher = _ExceptionWrapper(e, f"in DataLoader worker process {worker_id}"), None
+    result_queue.put((_WorkerReady(worker_id), None))
     exhausted = False
     parent = os.getppid()
     while True:
