@@ -14,6 +14,12 @@ process or (``num_workers > 0``) in spawned worker processes, batches handed out
 from ._collate import default_collate, default_convert
 from ._worker import get_worker_info
 from .dataloader import DataLoader
+from .dataset_extra import StackDataset
+from .datapipes import (DataChunk, DFIterDataPipe, IterDataPipe, MapDataPipe,
+                        argument_validation, functional_datapipe,
+                        guaranteed_datapipes_determinism, non_deterministic, runtime_validation,
+                        runtime_validation_disabled)
+from .sampler_extra import WeightedRandomSampler
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset,
                       TensorDataset, random_split)
 from .distributed import DistributedSampler
@@ -23,4 +29,9 @@ from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
 __all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset",
            "DistributedSampler", "IterableDataset", "RandomSampler", "Sampler",
            "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset",
-           "default_collate", "default_convert", "get_worker_info", "random_split"]
+           "default_collate", "default_convert", "get_worker_info", "random_split",
+           # issue 21: the rest of torch.utils.data
+           "StackDataset", "WeightedRandomSampler", "DataChunk", "DFIterDataPipe",
+           "IterDataPipe", "MapDataPipe", "argument_validation", "functional_datapipe",
+           "guaranteed_datapipes_determinism", "non_deterministic", "runtime_validation",
+           "runtime_validation_disabled"]
