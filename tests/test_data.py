@@ -132,7 +132,7 @@ def test_no_auto_batching_converts_each_sample():
     ds = [np.arange(2), np.arange(2) + 1]
     out = list(DataLoader(ds, batch_size=None))
     assert [o.tolist() for o in out] == [[0, 1], [1, 2]] and isinstance(out[0], acg.Tensor)
-    assert default_convert(("s", 1)) == ("s", 1)
+    assert default_convert(("s", 1)) == ["s", 1]  # a tuple comes back a list, as in PyTorch
 
 
 def test_batch_sampler_and_custom_collate():

@@ -261,6 +261,16 @@ class non_deterministic:
         return self.cls(*args, **kwargs)
 
 
+def _hinted_type(hint: Any) -> _DataPipeType | None:
+    """The element type a DataPipe hint asks for (``IterDataPipe[int]`` -> int); None if the
+    hint is no DataPipe type."""
+    if isinstance(hint, _Typed):
+        return _DataPipeType(hint.param)
+    if isinstance(hint, type) and issubclass(hint, _Functional):
+        return hint.type
+    return None
+
+
 def argument_validation(f: Callable) -> Callable:
     """Checks, on each call, that arguments hinted as DataPipe types are IterDataPipes whose
     element type is a subtype of the hint's."""
@@ -269,14 +279,15 @@ def argument_validation(f: Callable) -> Callable:
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         for name, value in signature.bind(*args, **kwargs).arguments.items():
-            hint = hints.get(name)
-            if isinstance(hint, type) and issubclass(hint, _Functional):
-                if not isinstance(value, IterDataPipe):
-                    raise TypeError(f"Expected argument '{name}' as a IterDataPipe, but found "
-                                    f"{type(value)}")
-                if not value.type.issubtype(hint.type):
-                    raise TypeError(f"Expected type of argument '{name}' as a subtype of hint "
-                                    f"{hint.type}, but found {value.type}")
+            expected = _hinted_type(hints.get(name))
+            if expected is None:
+                continue
+            if not isinstance(value, IterDataPipe):
+                raise TypeError(f"Expected argument '{name}' as a IterDataPipe, but found "
+                                f"{type(value)}")
+            if not value.type.issubtype(expected):
+                raise TypeError(f"Expected type of argument '{name}' as a subtype of hint "
+                                f"{expected}, but found {value.type}")
         return f(*args, **kwargs)
     return wrapper
 
@@ -533,7 +544,8 @@ class ZipperIterDataPipe(IterDataPipe):
 
 @functional_datapipe("mux")
 class MultiplexerIterDataPipe(IterDataPipe):
-    """One element from each input in turn, until the shortest is exhausted."""
+    """One element from each input in turn, round by round, until the shortest is
+    exhausted."""
 
     def __init__(self, *datapipes: IterDataPipe) -> None:
         self.datapipes = datapipes
@@ -546,8 +558,7 @@ class MultiplexerIterDataPipe(IterDataPipe):
                 try:
                     row.append(next(it))
                 except StopIteration:
-                    yield from row  # the elements of this last, incomplete round
-                    return
+                    return  # as PyTorch's: an incomplete last round is dropped
             yield from row
 
     def __len__(self) -> int:
