@@ -38,7 +38,8 @@ class Records(Dataset):
                 "worker": -1 if info is None else info.id,
                 "nw": 0 if info is None else info.num_workers,
                 "seed": -1 if info is None else info.seed,
-                "init": _INIT["value"], "rand": float(np.random.rand())}
+                "init": _INIT["value"], "rand": float(np.random.rand()),
+                "platforms": os.environ.get("JAX_PLATFORMS", "")}
 
 
 class Shard(IterableDataset):

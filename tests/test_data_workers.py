@@ -46,8 +46,10 @@ def test_workers_return_the_same_batches_in_order():
         assert g["worker"].tolist() == [k % 2] * n and g["nw"].tolist() == [2] * n
         assert g["init"].tolist() == [100 + k % 2] * n
         assert os.getpid() not in g["pid"].tolist()
+        assert g["platforms"] == ["cpu"] * n  # workers never claim an accelerator
         seeds[k % 2] = g["seed"][0].item()
     assert seeds[1] == seeds[0] + 1
+    assert ref[0]["platforms"][0] == os.environ.get("JAX_PLATFORMS", "")  # ours untouched
     assert get_worker_info() is None
 
 

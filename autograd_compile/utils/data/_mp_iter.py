@@ -13,9 +13,11 @@ dataset, ``collate_fn`` and ``worker_init_fn`` must be picklable and a script ne
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing
 import multiprocessing.context
+import os
 import queue
 import time
 from typing import Any, Iterator
@@ -59,6 +61,21 @@ def _default_context() -> Any:
     return multiprocessing.get_context("spawn" if method in (None, "fork") else method)
 
 
+@contextlib.contextmanager
+def _cpu_only_children() -> Iterator[None]:
+    """Workers run JAX on the CPU (as PyTorch's workers make CPU tensors): a worker touching
+    an accelerator would claim its memory (JAX preallocates) once per process."""
+    before = os.environ.get("JAX_PLATFORMS")
+    os.environ["JAX_PLATFORMS"] = "cpu"  # a spawned child copies the environment at start
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["JAX_PLATFORMS"]
+        else:
+            os.environ["JAX_PLATFORMS"] = before
+
+
 class _InfiniteNone:
     """The 'sampler' of an IterableDataset with workers: every task is 'the next batch'."""
 
@@ -89,7 +106,8 @@ class MultiProcessingIter:
             worker = ctx.Process(target=_worker_loop, daemon=True, args=(
                 loader.dataset, self._iterable, index_queue, self._result_queue,
                 self._done_event, fetcher_args, loader.worker_init_fn, base_seed, wid, self._n))
-            worker.start()
+            with _cpu_only_children():
+                worker.start()
             self._index_queues.append(index_queue)
             self._workers.append(worker)
         self._shutdown, self._ready = False, 0
