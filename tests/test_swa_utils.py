@@ -59,8 +59,8 @@ def test_averaged_model_like_torch(kind):
         results.append((_values(avg.module), avg.n_averaged.item(), sorted(avg.state_dict())))
     (ours, n, keys), (theirs, tn, tkeys) = results
     assert n == tn == 5 and keys == tkeys
-    # torch's get_swa_multi_avg_fn divides by an int64 tensor through addcdiv, which rounds
-    # through float32 (1e-8 off the float64 mean); every other form is exact
+    # torch's get_swa_multi_avg_fn lerps with weight 1 / (n_averaged + 1) where n_averaged is
+    # an int64 tensor: the weight is a float32 (1e-8 off the float64 mean); the rest is exact
     tol = 1e-6 if kind == "swa_multi" else 1e-12
     for a, b in zip(ours, theirs):
         assert_close(a, b, rtol=tol, atol=tol)
