@@ -245,6 +245,26 @@ def test_shuffle_is_a_permutation_reproducible_by_seed():
         list(IterableWrapper(range(9)).shuffle().set_seed(4))
 
 
+def test_dataloader_takes_shuffle_as_a_datapipe_setting_like_torch():
+    from torch.utils.data.datapipes.iter import IterableWrapper as TI
+    ours, theirs = IterableWrapper(range(10)).shuffle(), TI(range(10)).shuffle()
+    assert list(ad.DataLoader(ours, batch_size=None, shuffle=False)) == \
+        list(td.DataLoader(theirs, batch_size=None, shuffle=False)) == list(range(10))
+    acg.manual_seed(0)
+    shuffled = list(ad.DataLoader(ours, batch_size=None, shuffle=True))
+    assert sorted(shuffled) == list(range(10)) and shuffled != list(range(10))
+    msg = "`shuffle=True` was set, but the datapipe does not contain a `Shuffler`"
+    with pytest.warns(UserWarning, match=msg):
+        theirs = td.DataLoader(TI(range(20)), batch_size=4, shuffle=True)
+    with pytest.warns(UserWarning, match=msg):
+        ours = ad.DataLoader(IterableWrapper(range(20)), batch_size=4, shuffle=True)
+    # the shuffler the warning announces is added here; torch 2.13 warns but then iterates
+    # the original pipe (its result is dropped), so only the warning is compared
+    batches = [b.tolist() for b in ours]
+    assert len(batches) == len(list(theirs)) == 5
+    assert sorted(sum(batches, [])) == list(range(20)) and sum(batches, []) != list(range(20))
+
+
 def test_datachunk_like_torch():
     ours, theirs = ad.DataChunk([1, 2]), td.DataChunk([1, 2])
     assert ours.as_str("  ") == theirs.as_str("  ") and ours == theirs == [1, 2]

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator
 from ._collate import default_collate, default_convert
 from ._mp_iter import MultiProcessingIter, resolve_context
 from ._worker import _IterFetcher, _MapFetcher
+from .datapipes import IterDataPipe, apply_shuffle_settings
 from .dataset import IterableDataset, TensorDataset  # noqa: F401  (the doctest uses it)
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _draw_seed
 
@@ -70,6 +71,9 @@ class DataLoader:
         self.multiprocessing_context = resolve_context(multiprocessing_context, num_workers)
         self._iterator: MultiProcessingIter | None = None
         self._iterable = isinstance(dataset, IterableDataset)
+        if isinstance(dataset, IterDataPipe):  # a DataPipe takes shuffle as a graph setting
+            dataset = self.dataset = apply_shuffle_settings(dataset, shuffle)
+            shuffle = None
         if self._iterable:
             _check_iterable(shuffle, sampler, batch_sampler)
         shuffle = bool(shuffle)

@@ -20,6 +20,7 @@ import functools
 import inspect
 import itertools
 import typing
+import warnings
 from collections import deque
 from typing import Any, Callable, Iterable, Iterator, get_args, get_origin, get_type_hints
 
@@ -774,3 +775,38 @@ class ShufflerMapDataPipe(IterDataPipe):
 
 # a map DataPipe's shuffle is an IterDataPipe, registered under MapDataPipe's names
 MapDataPipe.register_datapipe_as_function("shuffle", ShufflerMapDataPipe)
+
+
+def _graph(datapipe: Any) -> Iterator[Any]:
+    """Every DataPipe feeding ``datapipe`` (itself included), through the usual attributes."""
+    seen: set[int] = set()
+    stack = [datapipe]
+    while stack:
+        dp = stack.pop()
+        if id(dp) in seen:
+            continue
+        seen.add(id(dp))
+        yield dp
+        for name in ("datapipe", "source_datapipe"):
+            if isinstance(getattr(dp, name, None), (IterDataPipe, MapDataPipe)):
+                stack.append(getattr(dp, name))
+        stack.extend(d for d in getattr(dp, "datapipes", ()) if isinstance(d, (IterDataPipe,
+                                                                                MapDataPipe)))
+        if isinstance(dp, _Child):
+            stack.append(dp.parent.datapipe)
+
+
+def apply_shuffle_settings(datapipe: Any, shuffle: bool | None = None) -> Any:
+    """``DataLoader(pipe, shuffle=...)``: turn every shuffle of the graph on or off."""
+    if shuffle is None:
+        return datapipe
+    shufflers = [dp for dp in _graph(datapipe)
+                 if isinstance(dp, (ShufflerIterDataPipe, ShufflerMapDataPipe))]
+    if not shufflers and shuffle:
+        warnings.warn("`shuffle=True` was set, but the datapipe does not contain a `Shuffler`. "
+                      "Adding one at the end. Be aware that the default buffer size might not "
+                      "be sufficient for your task.", UserWarning, stacklevel=3)
+        return datapipe.shuffle()
+    for dp in shufflers:
+        dp.set_shuffle(shuffle)
+    return datapipe
