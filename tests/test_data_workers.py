@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 
 import numpy as np
 import pytest
@@ -133,6 +134,10 @@ def test_worker_options_raise_torchs_errors():
     with pytest.raises(ValueError, match="cannot use the 'fork' start method"):
         DataLoader(ds, num_workers=1, multiprocessing_context="fork")
     assert DataLoader(ds, num_workers=2).prefetch_factor == 2
+    unpicklable = DataLoader(ds, num_workers=2, collate_fn=lambda batch: batch)
+    with pytest.raises((pickle.PicklingError, AttributeError),
+                       match="must be picklable .* or use num_workers=0"):
+        iter(unpicklable)
 
 
 # -- acg.multiprocessing ----------------------------------------------------------------------

@@ -18,6 +18,7 @@ import itertools
 import multiprocessing
 import multiprocessing.context
 import os
+import pickle
 import queue
 import time
 from typing import Any, Iterator
@@ -100,17 +101,24 @@ class MultiProcessingIter:
         self._index_queues, self._workers = [], []
         fetcher_args = (bool(loader._auto_collation), loader.collate_fn, loader.batch_size,
                         loader.drop_last)
+        self._shutdown, self._ready = False, 0
         for wid in range(self._n):
             index_queue = ctx.Queue()
             index_queue.cancel_join_thread()  # never block exit on undelivered tasks
             worker = ctx.Process(target=_worker_loop, daemon=True, args=(
                 loader.dataset, self._iterable, index_queue, self._result_queue,
                 self._done_event, fetcher_args, loader.worker_init_fn, base_seed, wid, self._n))
-            with _cpu_only_children():
-                worker.start()
+            try:
+                with _cpu_only_children():
+                    worker.start()
+            except (pickle.PicklingError, AttributeError, TypeError) as e:
+                self._shutdown_workers()  # the workers already started
+                raise type(e)(f"DataLoader worker processes start with "
+                              f"'{ctx.get_start_method()}': the dataset, collate_fn and "
+                              "worker_init_fn must be picklable (defined at module level, not "
+                              f"lambdas or local functions), or use num_workers=0. {e}") from e
             self._index_queues.append(index_queue)
             self._workers.append(worker)
-        self._shutdown, self._ready = False, 0
         self._reset(first=True)
 
     # -- epochs --------------------------------------------------------------------------------
