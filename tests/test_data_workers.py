@@ -194,3 +194,17 @@ def test_docstring_examples_run():
     for m in (_worker, acg_mp, sys.modules["autograd_compile.multiprocessing.spawn"]):
         result = doctest.testmod(m)
         assert result.failed == 0 and result.attempted > 0, m.__name__
+
+
+@pytest.mark.slow
+def test_sharding_filter_shards_by_worker_like_torch():
+    torch = pytest.importorskip("torch")
+    from torch.utils.data.datapipes.iter import IterableWrapper as TI
+
+    from autograd_compile.utils.data.datapipes import IterableWrapper
+    ours = DataLoader(IterableWrapper(range(10)).sharding_filter(), batch_size=2, num_workers=2)
+    theirs = torch.utils.data.DataLoader(TI(range(10)).sharding_filter(), batch_size=2,
+                                         num_workers=2, multiprocessing_context="spawn")
+    got = [b.tolist() for b in ours]
+    assert got == [b.tolist() for b in theirs]
+    assert sorted(sum(got, [])) == list(range(10))
