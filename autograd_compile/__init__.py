@@ -61,3 +61,6 @@ from . import aot  # noqa: E402
 from .aot import compile  # noqa: E402,A001  (torch.compile's analog shadows the builtin here)
 from . import amp  # noqa: E402  (mixed precision: acg.amp, acg.cuda.amp, acg.cpu.amp)
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
+
+# -- issue 21 (optim/data helper): torch.multiprocessing
+from . import multiprocessing  # noqa: E402

@@ -132,7 +132,7 @@ def test_no_auto_batching_converts_each_sample():
     ds = [np.arange(2), np.arange(2) + 1]
     out = list(DataLoader(ds, batch_size=None))
     assert [o.tolist() for o in out] == [[0, 1], [1, 2]] and isinstance(out[0], acg.Tensor)
-    assert default_convert(("s", 1)) == ("s", 1)
+    assert default_convert(("s", 1)) == ["s", 1]  # a tuple comes back a list, as in PyTorch
 
 
 def test_batch_sampler_and_custom_collate():
@@ -276,7 +276,9 @@ def test_training_loop_over_a_loader(mode):
     w = acg.nn.Parameter(acg.zeros(3, 1))
     opt = acg.optim.SGD([w], lr=1e-3)
     acg.manual_seed(4)
-    order = sum([list(RandomSampler(ds)) for _ in range(2)], [])
+    # as PyTorch's, each loader iterator first draws its workers' base seed, then the sampler's
+    order = sum([(acg.default_generator.next_key(), list(RandomSampler(ds)))[1]
+                 for _ in range(2)], [])
     acg.manual_seed(4)
     loader = DataLoader(ds, batch_size=4, shuffle=True)
     ref = np.zeros((3, 1))

@@ -31,6 +31,19 @@ def _check_common(lr: Any, weight_decay: float, eps: float | None = None) -> Non
         _check(0.0 <= eps, f"Invalid epsilon value: {eps}")
 
 
+def _check_betas(betas: tuple[float, float]) -> None:
+    _check(0.0 <= betas[0] < 1.0, f"Invalid beta parameter at index 0: {betas[0]}")
+    _check(0.0 <= betas[1] < 1.0, f"Invalid beta parameter at index 1: {betas[1]}")
+
+
+def _check_fused(fused: bool | None, foreach: bool | None, differentiable: bool) -> None:
+    """PyTorch's checks of the implementation flags (the flags change nothing here)."""
+    if fused and differentiable:
+        raise RuntimeError("`fused` does not support `differentiable`")
+    if fused and foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
 def _step0() -> jax.Array:
     return jnp.zeros((), jnp.float32)  # PyTorch keeps 'step' as a float32 scalar tensor
 
@@ -61,6 +74,7 @@ class SGD(Optimizer):
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=maximize, foreach=foreach,
                                       differentiable=differentiable, fused=fused))
+        _check_fused(fused, foreach, differentiable)
 
     def _static(self, g: dict) -> tuple:
         return (bool(g["nesterov"]), bool(g["maximize"]), g["momentum"] != 0)
@@ -88,17 +102,18 @@ class Adam(Optimizer):
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False,
-                 fused: bool | None = None) -> None:
+                 fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
         _check_common(lr, weight_decay, eps)
-        _check(0.0 <= betas[0] < 1.0, f"Invalid beta parameter at index 0: {betas[0]}")
-        _check(0.0 <= betas[1] < 1.0, f"Invalid beta parameter at index 1: {betas[1]}")
+        _check_betas(betas)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                                       capturable=capturable, differentiable=differentiable,
-                                      fused=fused))
+                                      fused=fused, decoupled_weight_decay=decoupled_weight_decay))
+        _check_fused(fused, foreach, differentiable)
 
     def _static(self, g: dict) -> tuple:
-        return (bool(g["amsgrad"]), bool(g["maximize"]))
+        return (bool(g["amsgrad"]), bool(g["maximize"]),
+                bool(g.get("decoupled_weight_decay", False)))
 
     def _init_state(self, p: jax.Array, g: dict) -> dict[str, jax.Array]:
         state = {"step": _step0(), "exp_avg": jnp.zeros_like(p), "exp_avg_sq": jnp.zeros_like(p)}
@@ -116,8 +131,6 @@ class AdamW(Adam):
     0.01
     """
 
-    _rule = staticmethod(_rules.adamw)
-
     def __init__(self, params: Iterable[Any], lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
@@ -125,7 +138,7 @@ class AdamW(Adam):
                  differentiable: bool = False, fused: bool | None = None) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
                          maximize=maximize, capturable=capturable,
-                         differentiable=differentiable, fused=fused)
+                         differentiable=differentiable, fused=fused, decoupled_weight_decay=True)
 
 
 class Adadelta(Optimizer):
@@ -220,6 +233,7 @@ class Adagrad(Optimizer):
                                       initial_accumulator_value=initial_accumulator_value,
                                       foreach=foreach, maximize=maximize,
                                       differentiable=differentiable, fused=fused))
+        _check_fused(fused, foreach, differentiable)
         for group in self.param_groups:  # PyTorch fills Adagrad's state at construction
             self._states_of(group["params"], group)
 

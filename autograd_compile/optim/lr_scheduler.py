@@ -27,7 +27,8 @@ from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
            "LambdaLR", "LinearLR", "ConstantLR", "PolynomialLR", "OneCycleLR", "SequentialLR",
-           "ChainedScheduler", "ReduceLROnPlateau"]
+           "ChainedScheduler", "ReduceLROnPlateau", "MultiplicativeLR", "CyclicLR",
+           "CosineAnnealingWarmRestarts"]
 
 _EPOCH_DEPRECATION = ("The epoch parameter in `scheduler.step()` was not necessary and is being "
                       "deprecated where possible. Please use `scheduler.step()` to step the "
@@ -511,7 +512,16 @@ class ChainedScheduler(LRScheduler):
             raise ValueError(f"{type(self).__name__} expects at least one scheduler to be "
                              "chained, but got no scheduler.")
         optimizer = optimizer or schedulers[0].optimizer
-        _check_same_optimizer(type(self).__name__, optimizer, schedulers)
+        name = type(self).__name__
+        for i, s in enumerate(schedulers):
+            if not hasattr(s, "optimizer"):
+                raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute.")
+            if isinstance(s, ReduceLROnPlateau):
+                raise ValueError(f"{name} does not support `ReduceLROnPlateau` scheduler as it "
+                                 "requires additional kwargs to be specified when calling "
+                                 f"`step`, but got one at index {i} in the given schedulers "
+                                 "sequence.")
+        _check_same_optimizer(name, optimizer, schedulers)
         self._schedulers, self.optimizer = list(schedulers), optimizer
         self._last_lr = self._lrs()
 
@@ -612,3 +622,8 @@ class ReduceLROnPlateau(LRScheduler):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.__dict__.update(state_dict)
         self._init_is_better()
+
+
+# the schedules of part 4 live in their own module; imported last (they subclass LRScheduler)
+from ._schedules_more import (CosineAnnealingWarmRestarts, CyclicLR,  # noqa: E402
+                              MultiplicativeLR)

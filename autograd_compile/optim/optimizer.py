@@ -276,21 +276,36 @@ class Optimizer:
         state: defaultdict[Any, dict] = defaultdict(dict)
         for k, v in state_dict["state"].items():
             if k in id_map:
-                state[id_map[k]] = {n: _cast_state(id_map[k], n, x) for n, x in v.items()}
+                state[id_map[k]] = {n: self._load_entry(id_map[k], n, x) for n, x in v.items()}
             else:
                 state[k] = v
         groups = [{**{k: v for k, v in s.items() if k != "params"}, "params": g["params"]}
                   for g, s in zip(self.param_groups, saved_groups)]
         self.state, self.param_groups = state, groups
 
+    def _load_entry(self, param: Tensor, name: str, value: Any) -> Any:
+        """One loaded state entry as this optimizer keeps it (subclasses with other layouts)."""
+        return _cast_state(param, name, value)
+
+
+def _foreign(value: Any) -> Any:
+    """A torch tensor (a state_dict saved by torch.optim) as our Tensor; anything else as is."""
+    if not isinstance(value, Tensor) and hasattr(value, "detach") and hasattr(value, "numpy"):
+        import numpy as np
+        return _make(jnp.asarray(np.asarray(value.detach().cpu().numpy())))
+    return value
+
 
 def _cast_state(param: Tensor, name: str, value: Any) -> Any:
     """A fresh tensor for one loaded state entry: param's dtype for floats, 'step' as is."""
+    value = _foreign(value)
     if not isinstance(value, Tensor):
         return value
     array = value._data
-    if name != "step":
-        if array.shape != param.shape:
+    if name != "step" and array.ndim > 0:  # 0-d entries (step, mu_product, eta) keep theirs
+        factored = array.ndim == param.ndim and all(a in (1, b) for a, b in
+                                                    zip(array.shape, param.shape))
+        if not factored:  # Adafactor's row/col factors have 1 where they reduce
             raise ValueError(f"loaded optimizer state {name!r} has shape {tuple(array.shape)}, "
                              f"but its parameter has shape {tuple(param.shape)}")
         if jnp.issubdtype(param.dtype, jnp.floating):

@@ -95,6 +95,8 @@ def default_convert(data: Any) -> Any:
         return _rebuild(data, {k: default_convert(v) for k, v in data.items()})
     if isinstance(data, tuple) and hasattr(data, "_fields"):
         return type(data)(*(default_convert(d) for d in data))
+    if isinstance(data, tuple):  # as PyTorch (kept for backward compatibility there): a list
+        return [default_convert(d) for d in data]
     if isinstance(data, abc.Sequence) and not isinstance(data, (str, bytes)):
         converted = [default_convert(d) for d in data]
         try:

@@ -1,4 +1,4 @@
-"""``DataLoader``: a plain Python iterator of batches over a dataset (no worker processes).
+"""``DataLoader``: batches over a dataset, in this process or in ``num_workers`` worker processes.
 
 >>> import autograd_compile as acg
 >>> ds = TensorDataset(acg.arange(10).float(), acg.arange(10))
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-import numpy as np
-
-from ...kernels.api import tensor
 from ._collate import default_collate, default_convert
-from .dataset import IterableDataset, TensorDataset
-from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from ._mp_iter import MultiProcessingIter, resolve_context
+from ._worker import _IterFetcher, _MapFetcher
+from .datapipes import IterDataPipe, apply_shuffle_settings
+from .dataset import IterableDataset, TensorDataset  # noqa: F401  (the doctest uses it)
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _draw_seed
 
 __all__ = ["DataLoader"]
 
@@ -31,6 +31,8 @@ def _check_worker_options(num_workers: int, timeout: float, prefetch_factor: int
         raise ValueError("prefetch_factor option could only be specified in multiprocessing."
                          "let num_workers > 0 to enable multiprocessing, otherwise set "
                          "prefetch_factor to None.")
+    if prefetch_factor is not None and prefetch_factor < 0:
+        raise ValueError("prefetch_factor option should be non-negative")
     if persistent_workers and num_workers == 0:
         raise ValueError("persistent_workers option needs num_workers > 0")
 
@@ -46,8 +48,10 @@ def _check_iterable(shuffle: Any, sampler: Any, batch_sampler: Any) -> None:
 class DataLoader:
     """Batches of ``dataset`` in sampler order, collated by ``collate_fn``.
 
-    ``num_workers``, ``pin_memory`` and the other worker options are accepted for
-    compatibility; loading always runs in this process, one batch at a time.
+    With ``num_workers > 0`` worker processes (started with ``spawn``: see ``_mp_iter``) fetch
+    and collate batches ahead (``prefetch_factor`` each), handed out in order (``in_order``);
+    ``persistent_workers`` keeps them across epochs. ``pin_memory`` is accepted and changes
+    nothing (arrays live in JAX's memory).
     """
 
     def __init__(self, dataset: Any, batch_size: int | None = 1, shuffle: bool | None = None,
@@ -61,7 +65,15 @@ class DataLoader:
         _check_worker_options(num_workers, timeout, prefetch_factor, persistent_workers)
         self.dataset, self.num_workers, self.pin_memory = dataset, num_workers, pin_memory
         self.timeout, self.worker_init_fn, self.generator = timeout, worker_init_fn, generator
+        self.prefetch_factor = 2 if num_workers > 0 and prefetch_factor is None else prefetch_factor
+        self.persistent_workers, self.in_order = persistent_workers, in_order
+        self.pin_memory_device = pin_memory_device
+        self.multiprocessing_context = resolve_context(multiprocessing_context, num_workers)
+        self._iterator: MultiProcessingIter | None = None
         self._iterable = isinstance(dataset, IterableDataset)
+        if isinstance(dataset, IterDataPipe):  # a DataPipe takes shuffle as a graph setting
+            dataset = self.dataset = apply_shuffle_settings(dataset, shuffle)
+            shuffle = None
         if self._iterable:
             _check_iterable(shuffle, sampler, batch_sampler)
         shuffle = bool(shuffle)
@@ -90,37 +102,31 @@ class DataLoader:
         self.collate_fn = collate_fn
 
     def __iter__(self) -> Iterator[Any]:
+        if self.num_workers > 0 and self.persistent_workers and self._iterator is not None:
+            self._iterator._reset()  # the same workers, a new epoch
+            return self._iterator
+        # as PyTorch, every new iterator draws the workers' base seed first (so a shuffled
+        # order is the same with and without workers)
+        base_seed = _draw_seed(self.generator) & (2**63 - 1)
+        if self.num_workers > 0:
+            it = MultiProcessingIter(self, base_seed)
+            if self.persistent_workers:
+                self._iterator = it
+            return it
         if self._iterable:
             return self._iter_stream()
-        if self.batch_sampler is None:
-            return (self.collate_fn(self.dataset[i]) for i in self.sampler)
-        return (self._batch(indices) for indices in self.batch_sampler)
-
-    def _batch(self, indices: list[int]) -> Any:
-        if self.collate_fn is default_collate and type(self.dataset) is TensorDataset:
-            # one gather per tensor instead of a sample-by-sample index + stack: same values
-            index = tensor(np.asarray(indices, dtype=np.int64))
-            return [t[index] for t in self.dataset.tensors]
-        return self.collate_fn(self._fetch(indices))
-
-    def _fetch(self, indices: list[int]) -> list[Any]:
-        getitems = getattr(self.dataset, "__getitems__", None)
-        if callable(getitems):
-            return getitems(indices)
-        return [self.dataset[i] for i in indices]
+        fetcher = _MapFetcher(self.dataset, bool(self._auto_collation), self.collate_fn)
+        index_sampler = self.batch_sampler if self.batch_sampler is not None else self.sampler
+        return (fetcher.fetch(index) for index in index_sampler)
 
     def _iter_stream(self) -> Iterator[Any]:
-        if not self.batch_size:
-            yield from (self.collate_fn(x) for x in self.dataset)
-            return
-        batch: list[Any] = []
-        for x in self.dataset:
-            batch.append(x)
-            if len(batch) == self.batch_size:
-                yield self.collate_fn(batch)
-                batch = []
-        if batch and not self.drop_last:
-            yield self.collate_fn(batch)
+        fetcher = _IterFetcher(self.dataset, bool(self._auto_collation), self.collate_fn,
+                               self.batch_size, self.drop_last)
+        while True:
+            try:
+                yield fetcher.fetch()
+            except StopIteration:
+                return
 
     def __len__(self) -> int:
         if self._iterable:
