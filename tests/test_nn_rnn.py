@@ -326,6 +326,7 @@ def test_repr_state_dict_all_weights_and_init():
     assert lstm._flat_weights_names == ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0",
                                         "bias_hh_l0", "weight_hr_l0"]
     lstm.flatten_parameters()
+    assert nn.modules.rnn.LSTM is nn.LSTM  # PyTorch's module path resolves
     acg.manual_seed(0)
     big = nn.GRU(8, 400)
     bound = 1 / math.sqrt(400)
@@ -384,3 +385,51 @@ def test_lstm_gradients_against_finite_differences(mode):
     acg.manual_seed(0)
     lstm = _OutputOnly(nn.LSTM(2, 3, bidirectional=True, proj_size=1))
     check_layer_grads(lstm, [_x(3, 2, 2)], mode, rtol=1e-5, atol=1e-7)
+
+
+# -- one op per layer and direction; acg.compile ----------------------------------------------
+def test_graph_is_one_op_per_layer_and_direction_whatever_the_length():
+    """A traced forward + backward holds one ``rnn_layer`` and one ``rnn_layer_backward`` per
+    layer and direction, and the same nodes for 5 steps as for 60: no per-step dispatch."""
+    from autograd_compile.proxy_tensor import make_fx
+    lstm = nn.LSTM(3, 4, 2, bidirectional=True)
+    params = list(lstm.parameters())
+
+    def step(x):
+        out, (h, c) = lstm(x)
+        return acg.autograd.grad(out.sum() + h.sum() + c.sum(), params)
+    counts = []
+    for steps in (5, 60):
+        gm = make_fx(step, "fake")(acg.randn(steps, 2, 3))
+        targets = [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+        assert targets.count("acg.rnn_layer") == 4
+        assert targets.count("acg.rnn_layer_backward") == 4
+        counts.append(len(targets))
+    assert counts[0] == counts[1]
+
+
+class _LSTMHead(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.LSTM(3, 4, 2, batch_first=True, proj_size=2)
+        self.head = nn.Linear(2, 1)
+
+    def forward(self, x):
+        out, (h, c) = self.rnn(x)
+        return self.head(out).pow(2).sum() + c.sum() + h.sum()
+
+
+def test_acg_compile_module_matches_eager():
+    acg.manual_seed(0)
+    model, x = _LSTMHead().double(), acg.tensor(_x(2, 6, 3))
+    loss = model(x)
+    loss.backward()
+    want = [loss.item()] + [p.grad.numpy().copy() for p in model.parameters()]
+    compiled = acg.compile(model)
+    for _ in range(2):  # the second call runs the cached program
+        model.zero_grad()
+        loss = compiled(x)
+        loss.backward()
+        got = [loss.item()] + [p.grad.numpy() for p in model.parameters()]
+        for g, w in zip(got, want):
+            assert_close(g, w, rtol=1e-10, atol=1e-12)

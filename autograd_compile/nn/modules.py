@@ -17,3 +17,4 @@ from .sparse import Embedding  # noqa: F401
 # -- recurrent layers (rnn) -----------------------------------------------------------------------
 from .rnn import (GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell,  # noqa: F401,E402
                   RNNCellBase)
+from . import rnn  # noqa: F401,E402  (PyTorch's path: torch.nn.modules.rnn.LSTM)
