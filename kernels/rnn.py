@@ -178,10 +178,11 @@ def _previous(seq: Any, first: Any, mask: Any, reverse: bool) -> Any:
 
 
 def _rnn_layer_bwd(g_out: Any, g_hn: Any, g_cn: Any, x: Any, hx: Any, cx: Any, w_ih: Any,
-                   w_hh: Any, w_hr: Any, lengths: Any, out: Any, us: Any, cs: Any, mode: str,
-                   reverse: bool = False, bias: bool = True) -> tuple:
-    """Gradients of input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr (absent ones: shape [0])."""
-    lstm, proj = mode == "LSTM", w_hr is not None
+                   w_hh: Any, b_ih: Any, b_hh: Any, w_hr: Any, lengths: Any, out: Any, us: Any,
+                   cs: Any, mode: str, reverse: bool = False) -> tuple:
+    """Gradients of input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr (absent ones: shape [0]).
+    The biases are read only for whether they exist (``us`` already holds them)."""
+    lstm, proj, bias = mode == "LSTM", w_hr is not None, b_ih is not None
     cx = _empty_cell(x) if cx is None else cx
     g_cn = g_cn if lstm else cx
     mask = None if lengths is None else _mask(lengths, x.shape[0])
@@ -209,21 +210,23 @@ def _rnn_layer_bwd(g_out: Any, g_hn: Any, g_cn: Any, x: Any, hx: Any, cx: Any, w
             dw_hr if proj else empty)
 
 
+def _meta_or_empty(t: Any, dt: Any) -> TensorMeta:
+    return TensorMeta((0,) if t is None else tuple(t.shape), dt)
+
+
 def _rnn_bwd_rule(g_out: Any, g_hn: Any, g_cn: Any, x: Any, hx: Any, cx: Any, w_ih: Any,
-                  w_hh: Any, w_hr: Any, lengths: Any, out: Any, us: Any, cs: Any, mode: str,
-                  reverse: bool = False, bias: bool = True) -> tuple:
+                  w_hh: Any, b_ih: Any, b_hh: Any, w_hr: Any, lengths: Any, out: Any, us: Any,
+                  cs: Any, mode: str, reverse: bool = False) -> tuple:
     dt = x.dtype
-    meta = lambda t: TensorMeta((0,) if t is None else tuple(t.shape), dt)  # noqa: E731
-    g = (w_ih.shape[0],) if bias else (0,)
-    return (meta(x), meta(hx), meta(cx if mode == "LSTM" else None), meta(w_ih), meta(w_hh),
-            TensorMeta(g, dt), TensorMeta(g, dt), meta(w_hr))
+    return tuple(_meta_or_empty(t, dt) for t in (x, hx, cx if mode == "LSTM" else None, w_ih,
+                                                 w_hh, b_ih, b_hh, w_hr))
 
 
 def _rnn_backward(g: tuple, x: Any, hx: Any, cx: Any, w_ih: Any, w_hh: Any, b_ih: Any,
                   b_hh: Any, w_hr: Any, lengths: Any, mode: str, reverse: bool,
                   out: tuple) -> tuple:
-    grads = rnn_layer_backward(g[0], g[1], g[2], x, hx, cx, w_ih, w_hh, w_hr, lengths,
-                               out[0], out[3], out[4], mode, reverse, b_ih is not None)
+    grads = rnn_layer_backward(g[0], g[1], g[2], x, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr,
+                               lengths, out[0], out[3], out[4], mode, reverse)
     gx, ghx, gcx, gw_ih, gw_hh, gb_ih, gb_hh, gw_hr = grads
     return (reduce_grad(gx, x), reduce_grad(ghx, hx), reduce_grad(gcx, cx),
             reduce_grad(gw_ih, w_ih), reduce_grad(gw_hh, w_hh), reduce_grad(gb_ih, b_ih),
@@ -236,11 +239,57 @@ rnn_layer = defop(
     "-> (Tensor, Tensor, Tensor, Tensor, Tensor)",
     _rnn_layer, shape=_rnn_rule, check=True, backward=_rnn_backward,
     save=("input", "hx", "cx", "w_ih", "w_hh", "b_ih", "b_hh", "w_hr", "lengths", "out"))
-# its own op (one program, a reverse scan); no derivative registered: double backward
-# through a recurrent layer raises, naming it
+# its own op (one program, a reverse scan); its derivative (double backward, e.g. a
+# gradient penalty) is a third op that differentiates it with the forward recomputed inside
+_BWD_INPUTS = ("grad_output", "grad_hn", "grad_cn", "input", "hx", "cx", "w_ih", "w_hh", "b_ih",
+               "b_hh", "w_hr", "lengths")
+
+
+def _rnn_layer_bwd_bwd(gg_x: Any, gg_hx: Any, gg_cx: Any, gg_w_ih: Any, gg_w_hh: Any,
+                       gg_b_ih: Any, gg_b_hh: Any, gg_w_hr: Any, g_out: Any, g_hn: Any,
+                       g_cn: Any, x: Any, hx: Any, cx: Any, w_ih: Any, w_hh: Any, b_ih: Any,
+                       b_hh: Any, w_hr: Any, lengths: Any, mode: str,
+                       reverse: bool = False) -> tuple:
+    """The vjp of ``rnn_layer_backward`` as a function of its cotangents and the layer's
+    inputs; the saved activations are recomputed from those inputs, so their dependence on
+    them is counted here (the backward of the backward gives them no gradient)."""
+    def first(g_out: Any, g_hn: Any, g_cn: Any, *params: Any) -> tuple:
+        out, _, _, us, cs = _rnn_layer(*params, lengths, mode, reverse)
+        return _rnn_layer_bwd(g_out, g_hn, g_cn, *params, lengths, out, us, cs, mode, reverse)
+    primals = (g_out, g_hn, g_cn, x, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr)
+    _, vjp = jax.vjp(first, *primals)
+    grads = vjp((gg_x, gg_hx, gg_cx, gg_w_ih, gg_w_hh, gg_b_ih, gg_b_hh, gg_w_hr))
+    empty = jnp.zeros((0,), x.dtype)
+    return tuple(empty if g is None else g for g in grads)
+
+
+def _rnn_bwd_bwd_rule(*args: Any, **kwargs: Any) -> tuple:
+    g_out, g_hn, g_cn, x, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr = args[8:19]
+    return tuple(_meta_or_empty(t, x.dtype) for t in (g_out, g_hn, g_cn, x, hx, cx, w_ih, w_hh,
+                                                      b_ih, b_hh, w_hr))
+
+
+def _rnn_backward_backward(gg: tuple, g_out: Any, g_hn: Any, g_cn: Any, x: Any, hx: Any,
+                           cx: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, w_hr: Any,
+                           lengths: Any, out: Any, us: Any, cs: Any, mode: str, reverse: bool,
+                           result: tuple) -> tuple:
+    like = (g_out, g_hn, g_cn, x, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr)
+    grads = rnn_layer_double_backward(*gg, *like, lengths, mode, reverse)
+    return tuple(reduce_grad(g, t) for g, t in zip(grads, like)) + (None,) * 4
+
+
 rnn_layer_backward = defop(
     "rnn_layer_backward(Tensor grad_output, Tensor grad_hn, Tensor grad_cn, Tensor input, "
-    "Tensor hx, Tensor? cx, Tensor w_ih, Tensor w_hh, Tensor? w_hr, Tensor? lengths, "
-    "Tensor output, Tensor gates, Tensor cells, str mode, bool reverse=False, bool bias=True) "
-    "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
-    _rnn_layer_bwd, shape=_rnn_bwd_rule)
+    "Tensor hx, Tensor? cx, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, "
+    "Tensor? w_hr, Tensor? lengths, Tensor output, Tensor gates, Tensor cells, str mode, "
+    "bool reverse=False) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
+    _rnn_layer_bwd, shape=_rnn_bwd_rule, backward=_rnn_backward_backward, save=_BWD_INPUTS)
+# no derivative registered: a third derivative through a recurrent layer raises, naming it
+rnn_layer_double_backward = defop(
+    "rnn_layer_double_backward(Tensor gg_input, Tensor gg_hx, Tensor gg_cx, Tensor gg_w_ih, "
+    "Tensor gg_w_hh, Tensor gg_b_ih, Tensor gg_b_hh, Tensor gg_w_hr, Tensor grad_output, "
+    "Tensor grad_hn, Tensor grad_cn, Tensor input, Tensor hx, Tensor? cx, Tensor w_ih, "
+    "Tensor w_hh, Tensor? b_ih, Tensor? b_hh, Tensor? w_hr, Tensor? lengths, str mode, "
+    "bool reverse=False) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, "
+    "Tensor, Tensor, Tensor)",
+    _rnn_layer_bwd_bwd, shape=_rnn_bwd_bwd_rule)

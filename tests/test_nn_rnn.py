@@ -361,8 +361,8 @@ def test_backward_kernel_matches_jax_vjp(kmode, proj, masked, reverse):
     cots = tuple(jnp.asarray(r.standard_normal(o.shape)) for o in outs)
     want = vjp(cots)
     full = krnn._rnn_layer(*primals, lengths, kmode, reverse)
-    got = krnn._rnn_layer_bwd(*cots, x, hx, cx, w_ih, w_hh, w_hr, lengths, full[0], full[3],
-                              full[4], kmode, reverse, True)
+    got = krnn._rnn_layer_bwd(*cots, *primals, lengths, full[0], full[3], full[4], kmode,
+                              reverse)
     for gw, ww in zip(got, want):
         if ww is not None:
             assert_close(gw, ww, rtol=1e-10, atol=1e-10)
@@ -433,3 +433,33 @@ def test_acg_compile_module_matches_eager():
         got = [loss.item()] + [p.grad.numpy() for p in model.parameters()]
         for g, w in zip(got, want):
             assert_close(g, w, rtol=1e-10, atol=1e-12)
+
+
+# -- double backward (a gradient penalty), against torch -------------------------------------
+@pytest.mark.parametrize("name,kw,lengths", [
+    ("LSTM", {"bidirectional": True, "proj_size": 2}, None),
+    ("GRU", {"num_layers": 2}, [4, 2, 3])])
+def test_double_backward_against_torch(mode, name, kw, lengths):
+    """d/dtheta of |d loss / d x|^2 (and of the loss): the backward of the backward op,
+    with packed sequences for GRU."""
+    torch = pytest.importorskip("torch")
+    theirs, ours = _pair(torch, name, (3, 5), kw)
+    x0 = _x(4, 3, 3)
+
+    def go(lib, module, ctx):
+        x = lib.tensor(x0, requires_grad=True)
+        inp = x if lengths is None else lib.nn.utils.rnn.pack_padded_sequence(
+            x, lengths, enforce_sorted=False)
+        out, state = module(inp)
+        out = out if lengths is None else out.data
+        h = state[0] if isinstance(state, tuple) else state
+        loss = (out * out).sum() + h.sin().sum()
+        gx, = lib.autograd.grad(loss, x, create_graph=True)
+        total = (gx * gx).sum() + loss
+        with ctx():
+            total.backward()
+        return [total.detach().numpy(), x.grad.numpy()] + \
+            [p.grad.numpy() for p in module.parameters()]
+    import contextlib
+    for got, want in zip(go(acg, ours, mode), go(torch, theirs, contextlib.nullcontext)):
+        assert_close(got, want, rtol=1e-9, atol=1e-10)
