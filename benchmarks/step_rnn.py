@@ -8,7 +8,7 @@ layout) and one input batch; the loss is the mean square of the top layer's outp
 
 >>> m = build_rnn(smoke=True)
 >>> m.inputs["x"].shape, sorted(m.params)[:2]
-((6, 2, 8), ['bias_hh_l0', 'bias_ih_l0'])
+((6, 2, 8), ['bias_hh_l0', 'bias_hh_l1'])
 """
 from __future__ import annotations
 

@@ -463,3 +463,12 @@ def test_double_backward_against_torch(mode, name, kw, lengths):
     import contextlib
     for got, want in zip(go(acg, ours, mode), go(torch, theirs, contextlib.nullcontext)):
         assert_close(got, want, rtol=1e-9, atol=1e-10)
+
+
+def test_docstring_examples_run():
+    import doctest
+    from autograd_compile.benchmarks import step_rnn
+    from autograd_compile.nn import rnn as rnn_modules
+    for module in (rnn_modules, R, step_rnn):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and result.attempted > 0, module.__name__
