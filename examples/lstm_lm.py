@@ -227,6 +227,22 @@ def evaluate(model: nn.Module, source, bsz: int, bptt: int) -> float:
     return total / count
 
 
+def train_step(net: nn.Module, criterion: nn.Module, inputs, targets, hidden, lr: float,
+               clip: float, mode: str) -> tuple[float, object]:
+    """One truncated-BPTT step: forward from the carried state, backward, clip, SGD."""
+    hidden = repackage_hidden(hidden)
+    net.zero_grad()
+    output, hidden = net(inputs, hidden)
+    loss = criterion(output, targets)
+    with backward_context(mode):
+        loss.backward()
+    nn.utils.clip_grad_norm_(net.parameters(), clip)  # tames exploding recurrent gradients
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(p.grad, alpha=-lr)
+    return loss.item(), hidden
+
+
 def main(model: str = "LSTM", steps: int = 0, epochs: int = 1, mode: str = "eager",
          emsize: int = 32, nhid: int = 32, nlayers: int = 2, lr: float = 5.0,
          clip: float = 1.0, bptt: int = 12, batch_size: int = 8, dropout: float = 0.2,
@@ -240,48 +256,30 @@ def main(model: str = "LSTM", steps: int = 0, epochs: int = 1, mode: str = "eage
     val_data, test_data = batchify(corpus.valid, 4), batchify(corpus.test, 4)
     net = build_model(model, len(corpus.dictionary), emsize, nhid, nlayers, dropout, tied)
     criterion = nn.NLLLoss()
-    losses, step_times, val_ppl = [], [], []
-    best_val = math.inf
-    done = 0
-    for _ in range(epochs if steps <= 0 else 10 ** 9):
+    losses, step_times, val_ppl, best_val = [], [], [], math.inf
+    while len(val_ppl) < (epochs if steps <= 0 else 10 ** 9) and not 0 < steps <= len(losses):
         net.train()
         hidden = net.init_hidden(batch_size)
         for i in range(0, train_data.size(0) - 1, bptt):
             start = time.perf_counter()
-            inputs, targets = get_batch(train_data, i, bptt)
-            hidden = repackage_hidden(hidden)
-            net.zero_grad()
-            output, hidden = net(inputs, hidden)
-            loss = criterion(output, targets)
-            with backward_context(mode):
-                loss.backward()
-            # clipping keeps exploding recurrent gradients in check
-            nn.utils.clip_grad_norm_(net.parameters(), clip)
-            with torch.no_grad():
-                for p in net.parameters():
-                    p.add_(p.grad, alpha=-lr)
-            losses.append(loss.item())
+            loss, hidden = train_step(net, criterion, *get_batch(train_data, i, bptt), hidden,
+                                      lr, clip, mode)
+            losses.append(loss)
             step_times.append(time.perf_counter() - start)
-            done += 1
-            if log_every and done % log_every == 0:
-                print(f"step {done:5d}  lr {lr:6.2f}  {step_times[-1] * 1e3:6.1f} ms  "
-                      f"loss {losses[-1]:5.2f}  ppl {math.exp(losses[-1]):8.2f}")
-            if 0 < steps <= done:
+            if log_every and len(losses) % log_every == 0:
+                print(f"step {len(losses):5d}  lr {lr:6.2f}  {step_times[-1] * 1e3:6.1f} ms  "
+                      f"loss {loss:5.2f}  ppl {math.exp(loss):8.2f}")
+            if 0 < steps <= len(losses):
                 break
         val_loss = evaluate(net, val_data, 4, bptt)
         val_ppl.append(math.exp(val_loss))
         if log_every:
             print(f"end of epoch  valid loss {val_loss:5.2f}  valid ppl {val_ppl[-1]:8.2f}")
-        if val_loss < best_val:
-            best_val = val_loss
-        else:  # no improvement: anneal the learning rate
-            lr /= 4.0
-        if 0 < steps <= done:
-            break
-    test_ppl = math.exp(evaluate(net, test_data, 4, bptt))
+        lr = lr if val_loss < best_val else lr / 4.0  # no improvement: anneal
+        best_val = min(best_val, val_loss)
     return {"losses": losses, "step_times": step_times, "val_ppl": val_ppl,
-            "test_ppl": test_ppl, "model": net, "corpus": corpus,
-            "params": {n: p.numpy() for n, p in net.named_parameters()}}
+            "test_ppl": math.exp(evaluate(net, test_data, 4, bptt)), "model": net,
+            "corpus": corpus, "params": {n: p.numpy() for n, p in net.named_parameters()}}
 
 
 if __name__ == "__main__":
