@@ -30,6 +30,7 @@ from .frameworks import ACG_OPS, JAX_OPS, torch_ops
 from .workloads import build
 
 STEP_NAMES = ("mlp_small", "mlp", "gpt")
+STEP_NAMES += ("rnn",)  # recurrent (rnn): a 2-layer LSTM, see step_rnn.py
 LR = 0.01  # plain SGD everywhere: the update is the same rule in every framework
 # (full, smoke) sizes of the gpt workload; batch is the number of sequences
 GPT_SIZES = ({"batch": 16, "seq": 64, "vocab": 256, "dim": 128, "layers": 2, "heads": 4},
@@ -169,6 +170,9 @@ def build_step(name: str, smoke: bool = False, batch: int | None = None) -> Step
     """Step workload ``name`` at full or smoke size; ``batch`` overrides the batch size."""
     if name not in STEP_NAMES:
         raise ValueError(f"unknown step workload {name!r}; choose from {', '.join(STEP_NAMES)}")
+    if name == "rnn":  # recurrent (rnn)
+        from .step_rnn import build_rnn
+        return build_rnn(smoke, batch)
     return _gpt(smoke, batch) if name == "gpt" else _mlp(name, smoke, batch)
 
 

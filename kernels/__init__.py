@@ -16,3 +16,6 @@ from . import index_reduce, rearrange, search  # noqa: F401
 __all__ = ["factories", "elementwise", "indexing", "reductions", "shape", "linalg", "nn",
            "attention", "conv", "losses", "random", "sorting",
            "index_reduce", "rearrange", "search"]
+# -- recurrent layers (rnn): the time loop as one scan op -----------------------------------------
+from . import rnn  # noqa: F401,E402
+__all__ += ["rnn"]

@@ -34,7 +34,7 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 STEP_SMOKE_SYSTEMS = ["acg-eager", "acg-compiled", "acg-compile", "jax-floor"] + \
     (["torch-eager"] if torch_available() else [])
-STEP_SMOKE_WORKLOADS = ["mlp_small"]  # gpt's first steps take tens of seconds: the slow tier
+STEP_SMOKE_WORKLOADS = ["mlp_small", "rnn"]  # gpt's first steps take tens of seconds: the slow tier
 
 
 @pytest.fixture(scope="module")

@@ -14,3 +14,7 @@ from .norm import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm  # noqa: F401
 from .parameter import Parameter  # noqa: F401
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: F401
 from .sparse import Embedding  # noqa: F401
+# -- recurrent layers (rnn) -----------------------------------------------------------------------
+from .rnn import (GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell,  # noqa: F401,E402
+                  RNNCellBase)
+from . import rnn  # noqa: F401,E402  (PyTorch's path: torch.nn.modules.rnn.LSTM)
