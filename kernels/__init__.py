@@ -16,3 +16,6 @@ from . import index_reduce, rearrange, search  # noqa: F401
 __all__ = ["factories", "elementwise", "indexing", "reductions", "shape", "linalg", "nn",
            "attention", "conv", "losses", "random", "sorting",
            "index_reduce", "rearrange", "search"]
+# -- vision (conv transpose, N-d pools, interpolation, fold/unfold) --
+from . import vision  # noqa: F401,E402
+__all__ += ["vision"]
