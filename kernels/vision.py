@@ -434,3 +434,69 @@ def _im2col(x: Any, k: Any, d: Any, p: Any, s: Any) -> Any:
 im2col, col2im = linear_pair(
     "im2col", "int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride",
     _im2col, _im2col_rule)
+
+
+# -- fractional max pool -----------------------------------------------------------------------
+def _fractional_rule(x: Any, k: Any, output_size: Any, samples: Any) -> tuple:
+    n = len(k)
+    op = f"fractional_max_pool{n}d"
+    if x.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{op}: Expected {n + 1}D or {n + 2}D tensor, but got: "
+                           f"{list(x.shape)}")
+    batch = 1 if x.ndim == n + 1 else x.shape[0]
+    if tuple(samples.shape) != (batch, x.shape[-n - 1], n):
+        raise RuntimeError(f"{op}: expected _random_samples of shape {[batch, x.shape[-n - 1], n]},"
+                           f" got {list(samples.shape)}")
+    for i in range(n):
+        if output_size[i] + k[i] - 1 > x.shape[-n + i]:
+            raise RuntimeError(f"{op}(): pool size {k[i]} and output size {output_size[i]} are "
+                               f"too large for input size {x.shape[-n + i]} in dim {i}")
+    shape = tuple(x.shape[:-n]) + tuple(output_size)
+    return TensorMeta(shape, x.dtype), TensorMeta(shape, DEFAULT_INT)
+
+
+def _intervals(u: Any, size: int, out: int, k: int) -> Any:
+    """PyTorch's window starts [..., out] from samples u: int((i + u) * alpha) - int(u * alpha),
+    the last window flush with the end (alpha computed in the input's dtype)."""
+    if out == 1:
+        return jnp.full(u.shape + (1,), size - k, DEFAULT_INT)
+    alpha = jnp.asarray(size - k, u.dtype) / jnp.asarray(out - 1, u.dtype)
+    i = jnp.arange(out - 1, dtype=u.dtype)
+    starts = (jnp.trunc((i + u[..., None]) * alpha) - jnp.trunc(u * alpha)[..., None])
+    last = jnp.full(u.shape + (1,), size - k, DEFAULT_INT)
+    return jnp.concatenate([starts.astype(DEFAULT_INT), last], -1)
+
+
+def _fractional(x: Any, k: Any, output_size: Any, samples: Any) -> tuple:
+    """Window starts per (batch, channel) and dim from the samples (dims ordered as PyTorch
+    reads them: W first for 2-D, T first for 3-D), then a gather of every window tap."""
+    n = len(k)
+    unbatched = x.ndim == n + 1
+    xb = x[None] if unbatched else x
+    sizes = tuple(xb.shape[2:])
+    order = [1, 0] if n == 2 else list(range(n))  # which sample drives which spatial dim
+    starts = [_intervals(samples[..., order[i]].astype(xb.dtype), sizes[i], output_size[i], k[i])
+              for i in range(n)]  # each [N, C, out_i]
+    flat = 0
+    for i in range(n):  # [N, C, o_1..o_n, k_1..k_n] flat input positions
+        shape = [xb.shape[0], xb.shape[1]] + [1] * (2 * n)
+        shape[2 + i] = output_size[i]
+        tap = jnp.arange(k[i]).reshape([1] * (2 + n + i) + [k[i]] + [1] * (n - i - 1))
+        flat = flat * sizes[i] + starts[i].reshape(shape) + tap
+    flat = jnp.broadcast_to(flat, tuple(xb.shape[:2]) + tuple(output_size) + tuple(k))
+    lead = tuple(xb.shape[:2]) + tuple(output_size)
+    vals = jnp.take_along_axis(xb.reshape(xb.shape[:2] + (-1,)),
+                               flat.reshape(xb.shape[:2] + (-1,)), -1).reshape(lead + (-1,))
+    pos = flat.reshape(lead + (-1,))
+    best = jnp.argmax(vals, -1)
+    out = jnp.take_along_axis(vals, best[..., None], -1)[..., 0]
+    idx = jnp.take_along_axis(pos, best[..., None], -1)[..., 0].astype(DEFAULT_INT)
+    return (out[0], idx[0]) if unbatched else (out, idx)
+
+
+fractional_max_pool_nd = defop(
+    "fractional_max_pool_nd(Tensor self, int[] kernel_size, int[] output_size, "
+    "Tensor random_samples) -> (Tensor, Tensor)", _fractional, shape=_fractional_rule,
+    check=True, save=("out",),
+    backward=lambda g, x, k, size, samples, out: (
+        _scatter_back(g[0], out[1], list(x.shape), len(k)), None))
