@@ -35,3 +35,17 @@ __all__ = [
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "BCELoss",
     "BCEWithLogitsLoss",
 ]
+
+# -- vision: convolutions, pooling, padding, pixel shuffle, upsampling, fold/unfold --
+from .conv import Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: E402
+from . import pooling as _pooling, padding as _padding  # noqa: E402
+from .pooling import *  # noqa: E402,F401,F403
+from .padding import *  # noqa: E402,F401,F403
+from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: E402
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402
+from .fold import Fold, Unfold  # noqa: E402
+
+__all__ += ["Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+            "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d",
+            "UpsamplingNearest2d", "Fold", "Unfold"]
+__all__ += [n for n in _pooling.__all__ + _padding.__all__ if n not in __all__]

@@ -14,3 +14,12 @@ from .norm import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm  # noqa: F401
 from .parameter import Parameter  # noqa: F401
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: F401
 from .sparse import Embedding  # noqa: F401
+
+# -- vision: convolutions, pooling, padding, pixel shuffle, upsampling, fold/unfold --
+from .conv import Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: E402,F401
+from .pooling import *  # noqa: E402,F401,F403
+from .padding import *  # noqa: E402,F401,F403
+from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: E402,F401
+from .upsampling import (Upsample, UpsamplingBilinear2d,  # noqa: E402,F401
+                         UpsamplingNearest2d)
+from .fold import Fold, Unfold  # noqa: E402,F401
