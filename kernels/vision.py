@@ -365,7 +365,7 @@ def _taps_1d(mode: str, size: int, out: int, align: bool, scale: Any, dt: Any
 
 
 def _upsample_rule(x: Any, output_size: Any, mode: str, align_corners: bool = False,
-                   scales: Any = None) -> TensorMeta:
+                   scales: str = "") -> TensorMeta:
     n = len(output_size)
     if mode not in _MODES:
         raise RuntimeError(f"upsample: unknown mode {mode!r}, expected one of {list(_MODES)}")
@@ -379,9 +379,17 @@ def _upsample_rule(x: Any, output_size: Any, mode: str, align_corners: bool = Fa
     return TensorMeta(tuple(x.shape[:-n]) + tuple(output_size), x.dtype)
 
 
+def encode_scales(scales: Any) -> str:
+    """Scale factors as the op's ``scales`` string (exact float reprs, "" for none): a string
+    stays a compile-time constant where compiled autograd would lift a float to a traced
+    scalar, and these decide host-side index tables."""
+    return "" if scales is None else ",".join(repr(float(v)) for v in scales)
+
+
 def _upsample(x: Any, output_size: Any, mode: str, align_corners: bool = False,
-              scales: Any = None) -> Any:
+              scales: str = "") -> Any:
     n = len(output_size)
+    scales = [float(v) for v in scales.split(",")] if scales else None
     dt = np.float64 if x.dtype == jnp.float64 else np.float32
     for i in range(n):
         ax = x.ndim - n + i
@@ -402,7 +410,7 @@ def _upsample(x: Any, output_size: Any, mode: str, align_corners: bool = False,
 
 upsample, upsample_backward = linear_pair(
     "upsample_nd", "SymInt[] output_size, str mode, bool align_corners=False, "
-    "Any scales=None", _upsample, _upsample_rule)
+    "str scales=''", _upsample, _upsample_rule)
 
 
 # -- im2col (unfold) and its transpose (fold) --------------------------------------------------

@@ -483,7 +483,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
     if output_size is None:  # the kernel's own rule: floor(in * scale), in double
         output_size = [int(input.shape[2 + i] * scales[i]) for i in range(dim)]
     return _v.upsample(input, [int(v) for v in output_size], _KERNEL_MODE[mode],
-                       bool(align_corners), None if scales is None else tuple(scales))
+                       bool(align_corners), _v.encode_scales(scales))
 
 
 def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
