@@ -49,3 +49,12 @@ __all__ += ["Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
             "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d",
             "UpsamplingNearest2d", "Fold", "Unfold"]
 __all__ += [n for n in _pooling.__all__ + _padding.__all__ if n not in __all__]
+
+# -- vision: lazy convolutions and LazyLinear --
+from .lazy import (LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,  # noqa: E402
+                   LazyConvTranspose2d, LazyConvTranspose3d, LazyLinear, LazyModuleMixin)
+from .parameter import UninitializedBuffer, UninitializedParameter  # noqa: E402
+
+__all__ += ["LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+            "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyLinear", "UninitializedBuffer",
+            "UninitializedParameter"]

@@ -55,7 +55,7 @@ def affine_grid(theta: Tensor, size: list[int], align_corners: bool | None = Non
     4-D ``size``, ``[N, 3, 4]`` for 5-D), in grid_sample's normalised (x, y[, z]) order.
 
     >>> import autograd_compile as acg
-    >>> g = acg.nn.functional.affine_grid(acg.eye(2, 3)[None], [1, 1, 1, 3], align_corners=True)
+    >>> g = acg.nn.functional.affine_grid(acg.eye(2, 3)[None], [1, 1, 2, 3], align_corners=True)
     >>> g[0, 0, :, 0].tolist()
     [-1.0, 0.0, 1.0]
     """

@@ -23,3 +23,7 @@ from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: E402,F401
 from .upsampling import (Upsample, UpsamplingBilinear2d,  # noqa: E402,F401
                          UpsamplingNearest2d)
 from .fold import Fold, Unfold  # noqa: E402,F401
+
+# -- vision: lazy convolutions and LazyLinear --
+from .lazy import (LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,  # noqa: E402,F401
+                   LazyConvTranspose2d, LazyConvTranspose3d, LazyLinear, LazyModuleMixin)
