@@ -316,7 +316,7 @@ adaptive_avg_pool_nd, adaptive_avg_pool_nd_backward = linear_pair(
 
 
 # -- interpolation -----------------------------------------------------------------------------
-_MODES = ("nearest", "nearest-exact", "linear", "cubic", "area")
+_MODES = ("nearest", "nearest-exact", "linear", "cubic", "area", "linear-aa", "cubic-aa")
 
 
 def _scale(size: int, out: int, align: bool, scale: Any, dt: Any) -> Any:
@@ -362,6 +362,35 @@ def _taps_1d(mode: str, size: int, out: int, align: bool, scale: Any, dt: Any
     w = np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], 1).astype(dt)
     idx4 = np.clip(lo[:, None] + np.arange(-1, 3), 0, size - 1)
     return idx4, w
+
+
+def _aa_filter(mode: str, v: np.ndarray) -> np.ndarray:
+    """Antialiasing filters: the triangle, or Keys' cubic with a = -0.5 (PyTorch's choice
+    here, where plain bicubic uses -0.75)."""
+    v = np.abs(v)
+    if mode == "linear-aa":
+        return np.where(v < 1, 1 - v, 0)
+    a = -0.5
+    near = ((a + 2) * v - (a + 3)) * v * v + 1
+    far = ((a * v - 5 * a) * v + 8 * a) * v - 4 * a
+    return np.where(v < 1, near, np.where(v < 2, far, 0))
+
+
+def _aa_matrix(mode: str, size: int, out: int, align: bool, scale: Any, dt: Any) -> np.ndarray:
+    """The [out, in] weights of antialiased resampling: when shrinking, the filter widens by
+    the scale so every input pixel contributes; each row's weights are normalised."""
+    step = _scale(size, out, align, scale, dt)
+    support = (2.0 if mode == "linear-aa" else 4.0) * 0.5 * max(float(step), 1.0)
+    inv = dt(1) / step if step >= 1 else dt(1)
+    m = np.zeros((out, size), dt)
+    for i in range(out):
+        center = step * dt(i + 0.5)
+        lo = max(int(center - support + 0.5), 0)  # int(): C's truncation, as PyTorch
+        hi = min(int(center + support + 0.5), size)
+        w = _aa_filter(mode, (np.arange(lo, hi, dtype=dt) - center + dt(0.5)) * inv).astype(dt)
+        total = w.sum()
+        m[i, lo:hi] = w / total if total != 0 else w
+    return m
 
 
 def _upsample_rule(x: Any, output_size: Any, mode: str, align_corners: bool = False,
@@ -414,6 +443,10 @@ def _upsample(x: Any, output_size: Any, mode: str, align_corners: bool = False,
             x = _along(x, ax, _adaptive_matrix(x.shape[ax], output_size[i], x.dtype))
             continue
         scale = None if scales is None else scales[i]
+        if mode.endswith("-aa"):
+            m = _aa_matrix(mode, x.shape[ax], output_size[i], align_corners, scale, dt)
+            x = _along(x, ax, jnp.asarray(m, x.dtype))
+            continue
         idx, w = _taps_1d(mode, x.shape[ax], output_size[i], align_corners, scale, dt)
         if w is None:
             x = _select(x, idx[:, 0], ax)

@@ -441,6 +441,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
     """Resample [N, C, *spatial] to ``size`` or by ``scale_factor``: modes "nearest",
     "nearest-exact", "linear" (3-D), "bilinear"/"bicubic" (4-D), "trilinear" (5-D), "area".
     Separable per-dim taps with PyTorch's source-index rules; one op, linear in the input.
+    ``antialias=True`` (bilinear, bicubic) filters as PyTorch does when shrinking.
 
     >>> import autograd_compile as acg
     >>> import autograd_compile.nn.functional as F
@@ -465,8 +466,6 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
     if antialias and not (mode in ("bilinear", "bicubic") and input.ndim == 4):
         raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
                          "modes and requires a 4-D tensor as input")
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported yet")
     if mode not in _KERNEL_MODE:
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
@@ -482,7 +481,8 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
             f"nearest-exact (got {mode})")
     if output_size is None:  # the kernel's own rule: floor(in * scale), in double
         output_size = [int(input.shape[2 + i] * scales[i]) for i in range(dim)]
-    return _v.upsample(input, [int(v) for v in output_size], _KERNEL_MODE[mode],
+    kernel_mode = _KERNEL_MODE[mode] + ("-aa" if antialias else "")
+    return _v.upsample(input, [int(v) for v in output_size], kernel_mode,
                        bool(align_corners), _v.encode_scales(scales))
 
 
