@@ -49,3 +49,6 @@ from . import aot  # noqa: E402
 from .aot import compile  # noqa: E402,A001  (torch.compile's analog shadows the builtin here)
 from . import amp, cpu  # noqa: E402  (mixed precision: acg.amp, acg.cuda.amp, acg.cpu.amp)
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
+
+# -- vision: torch.conv2d, torch.max_pool1d, torch.pixel_shuffle, torch.grid_sampler... --
+from .nn._torch_vision import *  # noqa: E402,F401,F403
