@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> None:
     pick = statistics.median if args.median else min
     print(f"device: {jax.devices()[0].device_kind}")
     print(f"{'op':17} {'jax-jit':>8} {'kernel-jit':>11} {'acg':>8} {'acg-grad':>9} "
-          f"{'ratio':>6}  (us per call, {pick.__name__} of {args.reps} reps; ratio = acg / jax-jit)")
+          f"{'ratio':>6}  (us per call, {pick.__name__} of {args.reps} reps; "
+          f"ratio = acg / jax-jit)")
     for name in CASES:
         m = measure(name, args.reps, args.calls, pick)
         floor = m.get("jax-jit", m["kernel-jit"])

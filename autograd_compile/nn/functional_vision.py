@@ -445,7 +445,8 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
 
     >>> import autograd_compile as acg
     >>> import autograd_compile.nn.functional as F
-    >>> F.interpolate(acg.tensor([[[0.0, 2.0]]]), size=3, mode="linear", align_corners=True).tolist()
+    >>> x = acg.tensor([[[0.0, 2.0]]])
+    >>> F.interpolate(x, size=3, mode="linear", align_corners=True).tolist()
     [[[0.0, 1.0, 2.0]]]
     """
     dim = input.ndim - 2
