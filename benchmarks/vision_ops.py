@@ -15,7 +15,7 @@ Each case first checks that the systems agree. Run:
 ``python -m benchmarks.vision_ops [--reps N] [--calls N]``.
 
 >>> sorted(CASES)
-['bicubic', 'bilinear', 'conv_transpose2d', 'nearest']
+['bicubic', 'bilinear', 'conv_transpose2d', 'nearest', 'nearest-large']
 """
 from __future__ import annotations
 
@@ -66,6 +66,8 @@ CASES: dict[str, tuple[list[tuple], Callable, Callable | None, Callable]] = {
         lambda x, w, b: vision._convt(x, w, b, (2, 2), (1, 1), (0, 0), (1, 1), 1)),
     "nearest": ([(8, 16, 32, 32)], lambda x: F.interpolate(x, scale_factor=2), _nearest_jax,
                 _upsample_kernel("nearest")),
+    "nearest-large": ([(8, 16, 64, 64)], lambda x: F.interpolate(x, scale_factor=2),
+                      _nearest_jax, _upsample_kernel("nearest")),
     "bilinear": ([(8, 16, 32, 32)],
                  lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"),
                  _resize("bilinear"), _upsample_kernel("linear")),
