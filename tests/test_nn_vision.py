@@ -335,6 +335,28 @@ def test_interpolate_antialias_matches_torch(shape, kwargs, mode):
                                                  **kwargs).numpy(), rtol=1e-5, atol=1e-5)
 
 
+def test_interpolate_uint8_images_match_torch():
+    """uint8 images: nearest exactly, bilinear/bicubic (antialiased too) within one level
+    (PyTorch's fixed-point weights) and almost everywhere exactly; other modes refuse."""
+    torch = _torch()
+    rng = np.random.default_rng(6)
+    for shape, kw in [((1, 3, 5, 6), dict(size=(7, 9))),
+                      ((1, 3, 5, 6), dict(scale_factor=2, mode="nearest-exact")),
+                      ((1, 3, 5, 6), dict(size=(3, 4), mode="bilinear")),
+                      ((2, 3, 32, 29), dict(size=(64, 17), mode="bilinear", align_corners=True)),
+                      ((1, 3, 5, 6), dict(size=(8, 8), mode="bicubic")),
+                      ((2, 3, 32, 29), dict(size=(11, 45), mode="bicubic", antialias=True))]:
+        x = rng.integers(0, 256, shape).astype(np.uint8)
+        theirs = torch.nn.functional.interpolate(torch.tensor(x), **kw).numpy().astype(int)
+        ours = F.interpolate(acg.tensor(x), **kw)
+        assert str(ours.dtype) == "uint8"
+        diff = np.abs(ours.numpy().astype(int) - theirs)
+        assert diff.max() <= (0 if kw.get("mode", "nearest").startswith("nearest") else 1)
+        assert (diff > 0).mean() < 0.01, kw
+    with pytest.raises(RuntimeError, match="not implemented for 'Byte'"):
+        F.interpolate(acg.zeros(1, 2, 4, dtype=acg.uint8), size=6, mode="linear")
+
+
 @pytest.mark.parametrize("mode_name", ["nearest", "bilinear", "bicubic"])
 def test_interpolate_float32_matches_torch(mode_name):
     torch = _torch()

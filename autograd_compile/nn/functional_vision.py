@@ -483,8 +483,28 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
     if output_size is None:  # the kernel's own rule: floor(in * scale), in double
         output_size = [int(input.shape[2 + i] * scales[i]) for i in range(dim)]
     kernel_mode = _KERNEL_MODE[mode] + ("-aa" if antialias else "")
+    if str(input.dtype) == "uint8" and kernel_mode not in ("nearest", "nearest-exact"):
+        return _resize_uint8(input, [int(v) for v in output_size], mode, kernel_mode,
+                             bool(align_corners), scales)
     return _v.upsample(input, [int(v) for v in output_size], kernel_mode,
                        bool(align_corners), _v.encode_scales(scales))
+
+
+def _resize_uint8(input: Tensor, output_size: list[int], mode: str, kernel_mode: str,
+                  align_corners: bool, scales: Any) -> Tensor:
+    """uint8 images (bilinear, bicubic; PyTorch's CPU kernels): one pass per dim, width first,
+    in float32, each pass rounded half up and saturated to 0..255 as PyTorch's uint8 passes
+    are (its fixed-point weights can still move a level by one)."""
+    if mode not in ("bilinear", "bicubic"):
+        raise RuntimeError(f"interpolate: {mode} mode is not implemented for 'Byte' input")
+    x = input.float()
+    for ax in (3, 2):
+        y = x if ax == 3 else x.transpose(2, 3)
+        scale = _v.encode_scales(None if scales is None else [scales[ax - 2]])
+        y = _v.upsample(y, [output_size[ax - 2]], kernel_mode, align_corners, scale)
+        y = (y + 0.5).floor().clamp(0, 255)  # round half up, as PyTorch's
+        x = y if ax == 3 else y.transpose(2, 3)
+    return x.to(input.dtype)
 
 
 def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
