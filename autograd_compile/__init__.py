@@ -64,3 +64,5 @@ from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
 
 # -- issue 21 (optim/data helper): torch.multiprocessing
 from . import multiprocessing  # noqa: E402
+# -- vision: torch.conv2d, torch.max_pool1d, torch.pixel_shuffle, torch.grid_sampler... --
+from .nn._torch_vision import *  # noqa: E402,F401,F403

@@ -19,3 +19,6 @@ __all__ = ["factories", "elementwise", "indexing", "reductions", "shape", "linal
 # -- recurrent layers (rnn): the time loop as one scan op -----------------------------------------
 from . import rnn  # noqa: F401,E402
 __all__ += ["rnn"]
+# -- vision (conv transpose, N-d pools, interpolation, fold/unfold) --
+from . import vision  # noqa: F401,E402
+__all__ += ["vision"]

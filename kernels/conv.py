@@ -147,17 +147,19 @@ conv_weight_backward = defop(
 
 # -- linear ops and their transposes ---------------------------------------------------------
 def linear_pair(name: str, args: str, fn: Callable, rule: Callable,
-                linear: Callable = lambda *a: a) -> tuple[Any, Any]:
+                linear: Callable = lambda *a: a, static: tuple = ()) -> tuple[Any, Any]:
     """Op ``name(Tensor self, <args>)`` linear in self, and ``name_backward(grad_output,
     input_size, <args>)`` its transpose; each is the other's derivative. For an affine ``fn``
-    (constant padding's fill value), ``linear`` maps <args> to those of its linear part."""
+    (constant padding's fill value), ``linear`` maps <args> to those of its linear part.
+    ``static``: float arguments that decide the program (interpolation scales)."""
     def transpose(g: Any, size: Any, *a: Any) -> Any:
         shape = jax.ShapeDtypeStruct(tuple(size), g.dtype)
         return jax.linear_transpose(lambda x: fn(x, *linear(*a)), shape)(g)[0]
     fwd = defop(f"{name}(Tensor self, {args}) -> Tensor", fn, shape=rule, check=True, save=(),
-                backward=lambda g, x, *a: bwd(g, list(x.shape), *a[:-1]))
+                backward=lambda g, x, *a: bwd(g, list(x.shape), *a[:-1]), static=static)
     bwd = defop(f"{name}_backward(Tensor grad_output, SymInt[] input_size, {args}) -> Tensor",
                 transpose, shape=lambda g, size, *a: TensorMeta(tuple(size), g.dtype), save=(),
+                static=static,
                 backward=lambda gg, g, size, *a: fwd(gg, *linear(*a[:-1])))
     return fwd, bwd
 

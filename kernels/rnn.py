@@ -25,7 +25,7 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 
-from autograd_compile.fake import TensorMeta
+from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import defop, reduce_grad
 from ._dtypes import category, is_float

@@ -38,3 +38,26 @@ __all__ = [
 # -- recurrent layers (rnn) -----------------------------------------------------------------------
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
 __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+# -- vision: convolutions, pooling, padding, pixel shuffle, upsampling, fold/unfold --
+from .conv import Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: E402
+from . import pooling as _pooling, padding as _padding  # noqa: E402
+from .pooling import *  # noqa: E402,F401,F403
+from .padding import *  # noqa: E402,F401,F403
+from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: E402
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402
+from .fold import Fold, Unfold  # noqa: E402
+
+__all__ += ["Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+            "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d",
+            "UpsamplingNearest2d", "Fold", "Unfold"]
+__all__ += [n for n in _pooling.__all__ + _padding.__all__ if n not in __all__]
+
+# -- vision: lazy convolutions and LazyLinear --
+from .lazy import (LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,  # noqa: E402
+                   LazyConvTranspose2d, LazyConvTranspose3d, LazyLinear, LazyModuleMixin)
+from .parameter import UninitializedBuffer, UninitializedParameter  # noqa: E402
+
+__all__ += ["LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+            "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyLinear", "UninitializedBuffer",
+            "UninitializedParameter"]

@@ -1,4 +1,5 @@
-"""Convolutions: ``Conv1d`` and ``Conv2d`` over ``F.conv1d`` / ``F.conv2d``.
+"""Convolutions: ``Conv1d/2d/3d`` over ``F.conv*d`` and ``ConvTranspose1d/2d/3d`` over
+``F.conv_transpose*d``.
 
 >>> import autograd_compile as acg
 >>> acg.nn.Conv2d(3, 8, 3, padding=1)
@@ -15,7 +16,8 @@ from . import init
 from ._utils import empty_param, ntuple
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -24,10 +26,12 @@ class _ConvNd(Module):
     """Shared construction, initialisation and repr of the N-d convolutions."""
 
     _n = 0
+    _transposed = False
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None,
+                 output_padding: Any = 0) -> None:
         super().__init__()
         n = self._n
         _check_conv_args(in_channels, out_channels, groups, padding, ntuple(stride, n),
@@ -35,11 +39,12 @@ class _ConvNd(Module):
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size, self.stride = ntuple(kernel_size, n), ntuple(stride, n)
         self.padding, self.dilation = ntuple(padding, n), ntuple(dilation, n)
-        self.output_padding, self.transposed = (0,) * n, False
+        self.output_padding, self.transposed = ntuple(output_padding, n), self._transposed
         self.padding_mode = padding_mode
         self._reversed_padding_repeated_twice = self._pad_amounts()
-        self.weight = empty_param(out_channels, in_channels // groups, *self.kernel_size,
-                                  dtype=dtype, device=device)
+        shape = (in_channels, out_channels // groups) if self.transposed \
+            else (out_channels, in_channels // groups)  # PyTorch's layouts
+        self.weight = empty_param(*shape, *self.kernel_size, dtype=dtype, device=device)
         if bias:
             self.bias = empty_param(out_channels, dtype=dtype, device=device)
         else:
@@ -80,6 +85,8 @@ class _ConvNd(Module):
             s += f", padding={self.padding}"
         if self.dilation != (1,) * n:
             s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * n:
+            s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
@@ -124,3 +131,87 @@ class Conv2d(_ConvNd):
 
     def forward(self, input: Tensor) -> Tensor:
         return self._conv(input, F.conv2d)
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution over [N, C_in, D, H, W] (or unbatched [C_in, D, H, W]) inputs."""
+
+    _n = 3
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv(input, F.conv3d)
+
+
+class _ConvTransposeNd(_ConvNd):
+    """Transposed convolution: weight [C_in, C_out/groups, *k]; ``output_size=`` in forward
+    picks the output_padding that reaches that size (strided convolutions lose it)."""
+
+    _transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
+                 dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
+                 dtype: Any = None) -> None:
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for '
+                             f'{self.__class__.__name__}')
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype, output_padding)
+
+    def _output_padding(self, input: Tensor, output_size: Any) -> list[int]:
+        """PyTorch's rule: output_size (spatial, or with the leading dims) minus the smallest
+        size reachable, checked to lie within one stride of it."""
+        n = self._n
+        if output_size is None:
+            return list(self.output_padding)
+        lead = 2 if input.ndim == n + 2 else 1
+        size = [int(v) for v in output_size]
+        if len(size) == lead + n:
+            size = size[lead:]
+        if len(size) != n:
+            raise ValueError(f"ConvTranspose{n}D: for {input.ndim}D input, output_size must "
+                             f"have {n} or {lead + n} elements (got {len(size)})")
+        lo = [(input.shape[lead + d] - 1) * self.stride[d] - 2 * self.padding[d]
+              + self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(n)]
+        hi = [lo[d] + self.stride[d] - 1 for d in range(n)]
+        if any(not lo[d] <= size[d] <= hi[d] for d in range(n)):
+            raise ValueError(f"requested an output size of {size}, but valid sizes range from "
+                             f"{lo} to {hi} (for an input of {list(input.shape[lead:])})")
+        return [size[d] - lo[d] for d in range(n)]
+
+    def _transpose(self, input: Tensor, output_size: Any, fn: Any) -> Tensor:
+        return fn(input, self.weight, self.bias, self.stride, self.padding,
+                  self._output_padding(input, output_size), self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """1-D transposed convolution over [N, C_in, L] inputs."""
+
+    _n = 1
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        return self._transpose(input, output_size, F.conv_transpose1d)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """2-D transposed convolution ("deconvolution") over [N, C_in, H, W] inputs.
+
+    >>> import autograd_compile as acg
+    >>> up = acg.nn.ConvTranspose2d(8, 4, 4, stride=2, padding=1)
+    >>> up(acg.randn(1, 8, 5, 5)).shape
+    (1, 4, 10, 10)
+    """
+
+    _n = 2
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        return self._transpose(input, output_size, F.conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-D transposed convolution over [N, C_in, D, H, W] inputs."""
+
+    _n = 3
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        return self._transpose(input, output_size, F.conv_transpose3d)

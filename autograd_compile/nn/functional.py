@@ -455,3 +455,15 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 
 
 __all__ += ["one_hot"]
+
+
+# -- vision: transposed convolution, N-d pools, interpolation, pixel shuffle, fold/unfold --
+from .functional_vision import *  # noqa: E402,F401,F403
+from . import functional_vision as _functional_vision  # noqa: E402
+
+__all__ += _functional_vision.__all__
+
+# -- vision: affine_grid and grid_sample --
+from .functional_grid import affine_grid, grid_sample  # noqa: E402,F401
+
+__all__ += ["affine_grid", "grid_sample"]

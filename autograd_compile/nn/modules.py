@@ -18,3 +18,16 @@ from .sparse import Embedding  # noqa: F401
 from .rnn import (GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell,  # noqa: F401,E402
                   RNNCellBase)
 from . import rnn  # noqa: F401,E402  (PyTorch's path: torch.nn.modules.rnn.LSTM)
+
+# -- vision: convolutions, pooling, padding, pixel shuffle, upsampling, fold/unfold --
+from .conv import Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: E402,F401
+from .pooling import *  # noqa: E402,F401,F403
+from .padding import *  # noqa: E402,F401,F403
+from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: E402,F401
+from .upsampling import (Upsample, UpsamplingBilinear2d,  # noqa: E402,F401
+                         UpsamplingNearest2d)
+from .fold import Fold, Unfold  # noqa: E402,F401
+
+# -- vision: lazy convolutions and LazyLinear --
+from .lazy import (LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,  # noqa: E402,F401
+                   LazyConvTranspose2d, LazyConvTranspose3d, LazyLinear, LazyModuleMixin)
