@@ -16,3 +16,4 @@ from . import index_reduce, rearrange, search  # noqa: F401
 __all__ = ["factories", "elementwise", "indexing", "reductions", "shape", "linalg", "nn",
            "attention", "conv", "losses", "random", "sorting",
            "index_reduce", "rearrange", "search"]
+from . import linalg_more  # noqa: E402,F401  (funclin: linalg, complex ops through _bridge)
