@@ -17,3 +17,4 @@ __all__ = ["factories", "elementwise", "indexing", "reductions", "shape", "linal
            "attention", "conv", "losses", "random", "sorting",
            "index_reduce", "rearrange", "search"]
 from . import linalg_more  # noqa: E402,F401  (funclin: linalg, complex ops through _bridge)
+from . import fft_special  # noqa: E402,F401  (funclin: fft, special through _bridge)

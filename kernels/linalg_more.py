@@ -98,7 +98,15 @@ def _hermitian(a: jax.Array, uplo: str) -> jax.Array:
 
 
 def _svd(a: jax.Array, full_matrices: bool = True) -> tuple:
-    return tuple(jnp.linalg.svd(a, full_matrices=full_matrices))
+    u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+    m, n = a.shape[-2:]
+    if not full_matrices or m == n:
+        return u, s, vh
+    # the completing columns/rows carry no gradient (PyTorch narrows to the reduced factors)
+    uf, _, vhf = jnp.linalg.svd(jax.lax.stop_gradient(a), full_matrices=True)
+    k = min(m, n)
+    return (jnp.concatenate([u, uf[..., :, k:]], -1),
+            s, jnp.concatenate([vh, vhf[..., k:, :]], -2))
 
 
 def _tolerance(s: jax.Array, shape: tuple, atol: Any, rtol: Any) -> jax.Array:
@@ -219,7 +227,17 @@ def _cross(a: jax.Array, b: jax.Array, dim: int = -1) -> jax.Array:
 
 
 def _householder(a: jax.Array, tau: jax.Array) -> jax.Array:
-    return jax.lax.linalg.householder_product(a, tau)
+    """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H with v_i the i-th column
+    of ``a`` below the diagonal and 1 on it (a product of ops, so JAX differentiates it)."""
+    m, n = a.shape[-2:]
+    rows = jnp.arange(m)[:, None]
+    q = jnp.broadcast_to(jnp.eye(m, n, dtype=a.dtype), a.shape)
+    for i in reversed(range(tau.shape[-1])):  # apply H_i to the left of H_{i+1} ... H_k
+        v = jnp.where(rows[:, 0] > i, a[..., :, i], jnp.where(rows[:, 0] == i, 1, 0)).astype(
+            a.dtype)
+        t = tau[..., i][..., None, None]
+        q = q - t * v[..., :, None] * (jnp.conj(v)[..., None, :] @ q)
+    return q
 
 
 def _matrix_exp(a: jax.Array) -> jax.Array:
@@ -238,7 +256,8 @@ def _cond(a: jax.Array, p: str = "None") -> jax.Array:
 
 
 def _eig(a: jax.Array) -> tuple:
-    w, v = jnp.linalg.eig(a)
+    # PyTorch differentiates eigenvectors (the loss must be phase-invariant); JAX needs opting in
+    w, v = jax.lax.linalg.eig(a, compute_left_eigenvectors=False, enable_eigvec_derivs=True)
     return w, v
 
 
@@ -278,6 +297,8 @@ matrix_power = jaxop("linalg_matrix_power(Tensor A, int n) -> Tensor",
                      jnp.linalg.matrix_power, check=_SQ("linalg.matrix_power"))
 matrix_exp = jaxop("linalg_matrix_exp(Tensor A) -> Tensor", _matrix_exp,
                    check=_SQ("linalg.matrix_exp"))
+vecdot = jaxop("linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor",
+               lambda x, y, dim=-1: jnp.sum(jnp.conj(x) * y, axis=dim))
 cross = jaxop("linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor", _cross)
 householder_product = jaxop("linalg_householder_product(Tensor A, Tensor tau) -> Tensor",
                             _householder, check=_SQ("linalg.householder_product", square=False))
@@ -347,3 +368,9 @@ complex = jaxop("complex(Tensor real, Tensor imag) -> Tensor", jax.lax.complex,
                 check=_complex_check)
 polar = jaxop("polar(Tensor abs, Tensor angle) -> Tensor",
               lambda r, t: jax.lax.complex(r * jnp.cos(t), r * jnp.sin(t)), check=_complex_check)
+sgn = jaxop("sgn(Tensor self) -> Tensor",
+            lambda x: jnp.where(x == 0, 0, x / jnp.abs(jnp.where(x == 0, 1, x))).astype(x.dtype))
+lu_pivots_permutation = jaxop(
+    "lu_pivots_permutation(Tensor pivots, int m) -> Tensor",
+    lambda p, m: jax.lax.linalg.lu_pivots_to_permutation(p.astype(jnp.int32) - 1, m).astype(
+        jnp.int64), differentiable=False)

@@ -314,8 +314,7 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
     """Sum over ``dim`` of conj(x) * y."""
-    xc = K.conj(x) if x.dtype.kind == "c" else x
-    return (xc * y).sum(dim)
+    return K.vecdot(x, y, dim=dim)
 
 
 def matmul(input: Tensor, other: Tensor, *, out: Any = None) -> Tensor:
