@@ -165,6 +165,8 @@ CASES = [
     Case("view_as_complex", lambda L, x: L.view_as_complex(x), (_mat(3, 2, 88),)),
     Case("complex_polar", lambda L, a, b: (L.complex(a, b), L.polar(a.abs() + 0.1, b)),
          (_mat(2, 3, 89), _mat(2, 3, 90))),
+    Case("complex_arithmetic", lambda L, z, w: (z * w, z / w, (z * w).abs(), 2.0 * z / w.abs()),
+         (_cplx((3,), 94), _cplx((3,), 95))),
     Case("angle_real", lambda L, x: L.angle(x), (np.array([-1.5, 0.0, 2.0]),), grad=False),
 ]
 
