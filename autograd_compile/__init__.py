@@ -52,6 +52,7 @@ from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
 # -- funclin: linalg / fft / special / func / autograd.functional / utils.checkpoint --
 from . import linalg  # noqa: E402
 from . import fft, special  # noqa: E402
+from . import func  # noqa: E402
 from .kernels.api_funclin import *  # noqa: E402,F401,F403
 from .kernels.api_funclin import install_funclin_methods as _install_funclin  # noqa: E402
 _install_funclin(Tensor)
