@@ -297,3 +297,7 @@ def install_funclin_methods(cls: type) -> None:
 def _lu_method(self: Tensor, pivot: bool, get_infos: bool) -> tuple:
     lu_, piv, info = K.lu_factor_ex(self, pivot=pivot)
     return (lu_, piv, info) if get_infos else (lu_, piv)
+
+from ._outarg import install_out  # noqa: E402
+
+install_out(globals(), __all__, "")  # out= writes into the given tensor(s)

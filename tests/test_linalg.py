@@ -299,3 +299,42 @@ def test_errors_have_torchs_class(name: str, call: Callable) -> None:
     assert type(want.value).__name__.lstrip("_") in names, (name, got.value, want.value)
     text = str(want.value).split("\n")[0]
     assert text.split(": ", 1)[-1][:50] in str(got.value), (got.value, want.value)
+
+
+OUT_CALLS = [
+    ("linalg.inv", lambda L, o: L.linalg.inv(L.tensor(_sq(3, 96)), out=o), lambda L: L.empty(0,
+                                                                                        dtype=L.float64)),
+    ("linalg.slogdet", lambda L, o: L.linalg.slogdet(L.tensor(_sq(3, 97)), out=o),
+     lambda L: (L.empty(0, dtype=L.float64), L.empty(0, dtype=L.float64))),
+    ("fft.rfft", lambda L, o: L.fft.rfft(L.tensor(_mat(2, 6, 98)), out=o),
+     lambda L: L.empty(0, dtype=L.complex128)),
+    ("special.gammaln", lambda L, o: L.special.gammaln(L.tensor(_rng(99).random(3)), out=o),
+     lambda L: L.empty(3, dtype=L.float64)),
+    ("inverse", lambda L, o: L.inverse(L.tensor(_sq(2, 100)), out=o),
+     lambda L: L.empty(2, 2, dtype=L.float64)),
+]
+
+
+@pytest.mark.parametrize("name,call,make", OUT_CALLS, ids=[c[0] for c in OUT_CALLS])
+def test_out_argument_writes_into_the_given_tensor(name, call, make) -> None:
+    got, want = [], []
+    for lib, store in ((acg, got), (torch, want)):
+        out = make(lib)
+        r = call(lib, out)
+        store.append((r, out))
+    (r, out), (tr, tout) = got[0], want[0]
+    if isinstance(out, tuple):
+        assert all(a is b for a, b in zip(r, out))
+    else:
+        assert r is out
+    for a, b in zip(_outputs(out), _outputs(tout)):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-10)
+
+
+def test_out_argument_errors_as_torch() -> None:
+    for lib in (acg, torch):
+        a = lib.eye(2, requires_grad=True)
+        with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+            lib.linalg.inv(a, out=lib.empty(0))
+        with pytest.raises(RuntimeError):
+            lib.fft.fft(lib.ones(4), out=lib.empty(0))

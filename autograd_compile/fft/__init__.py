@@ -104,3 +104,7 @@ def fftshift(input: Tensor, dim: Any = None) -> Tensor:
 def ifftshift(input: Tensor, dim: Any = None) -> Tensor:
     """Inverse of fftshift (roll by -(n//2))."""
     return _shift(input, dim, -1)
+
+from autograd_compile.kernels._outarg import install_out  # noqa: E402
+
+install_out(globals(), __all__, "fft_")  # out= writes into the given tensor

@@ -399,3 +399,7 @@ def cond(A: Tensor, p: Any = None, *, out: Any = None) -> Tensor:
     """Condition number in the ``p`` norm (2-norm by default: σ_max / σ_min)."""
     return K.cond(A, "None" if p is None or p == 2 else _ord_text(p))
 
+
+from autograd_compile.kernels._outarg import install_out  # noqa: E402
+
+install_out(globals(), __all__, "linalg_")  # out= writes into the given tensor(s)

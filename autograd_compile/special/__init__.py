@@ -116,3 +116,7 @@ def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
 def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     import autograd_compile as acg
     return acg.log_softmax(input, dim, dtype)
+
+from autograd_compile.kernels._outarg import install_out  # noqa: E402
+
+install_out(globals(), __all__, "special_")  # out= writes into the given tensor
