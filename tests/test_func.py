@@ -235,3 +235,28 @@ def test_functional_strict_and_errors() -> None:
             _AF(L).vjp(lambda a: a * 2, x)
         zero = _AF(L).jacobian(lambda a, b: a * 2, (x, L.ones(2)))[1]
         assert not np.any(_np(zero))
+
+
+def test_vmap_result_joins_the_callers_graph(mode) -> None:
+    x0, w0 = np.random.default_rng(30).standard_normal((4, 3)), np.arange(3.0)
+    grads = []
+    for L in BOTH:
+        w, x = L.tensor(w0, requires_grad=True), L.tensor(x0, requires_grad=True)
+        out = L.func.vmap(lambda r: (r * w).tanh().sum())(x)  # w captured, x batched
+        out2 = L.func.vmap(lambda r, v: r * v, in_dims=(0, None), out_dims=1)(x, w)
+        assert tuple(out2.shape) == (3, 4)
+        with (mode() if L is acg else torch.enable_grad()):
+            (out.sum() + out2.pow(2).sum()).backward()
+        grads.append((w.grad, x.grad))
+    _close(*grads)
+
+
+def test_doctests_of_the_funclin_modules() -> None:
+    import doctest
+    import importlib
+    for name in ("autograd_compile.kernels._bridge", "autograd_compile.linalg",
+                 "autograd_compile.fft", "autograd_compile.special",
+                 "autograd_compile.kernels.api_funclin", "autograd_compile.kernels._outarg",
+                 "autograd_compile.func", "autograd_compile.autograd.functional"):
+        result = doctest.testmod(importlib.import_module(name))
+        assert result.failed == 0 and result.attempted > 0, name

@@ -4,8 +4,9 @@ hessian, linearize) and ``functional_call`` / ``stack_module_state``.
 A function of Tensors is made a pure JAX function (its Tensors wrap JAX arrays, or JAX tracers
 while a transform traces it; every op runs its JAX kernel on them), and the transform is JAX's
 own: ``vmap(grad(f))`` is one batched program (``jax.vmap(jax.grad(...))``), not a loop over
-samples. Transforms nest. Their results are new tensors, detached from the caller's autograd
-graph (as torch.func's are when called outside ``torch.autograd``'s recording).
+samples. Transforms nest. Results of grad/vjp/jac* are new tensors, detached from the caller's
+autograd graph; ``vmap`` whose inputs (or captured tensors) require grad gives a result in
+that graph (computed sample by sample through our autograd).
 
 >>> import autograd_compile as acg
 >>> x = acg.tensor([1.0, 2.0, 3.0])
@@ -21,7 +22,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import jax
 
-from autograd_compile.autograd.grad_mode import no_grad
+from autograd_compile.autograd.grad_mode import is_grad_enabled, no_grad
 from autograd_compile.tensor import Tensor
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
@@ -83,10 +84,53 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             raise ValueError(f"vmap(func, in_dims={in_dims}, ...)(<inputs>): in_dims is not "
                              f"compatible with the structure of `inputs`. in_dims has structure "
                              f"{len(dims)} but inputs has {len(args)}.")
-        out = jax.vmap(_pure(func, _to_jax(kwargs)), in_axes=dims, out_axes=out_dims)(
-            *_to_jax(args))
+        recorded = [_records((args, kwargs))]
+
+        def traced(*arrays: Any) -> Any:
+            out = func(*_to_tensor(arrays), **_to_tensor(_to_jax(kwargs)))
+            recorded[0] = recorded[0] or _records(out)
+            return _to_jax(out)
+        with no_grad() if not is_grad_enabled() else contextlib.nullcontext():
+            out = jax.vmap(traced, in_axes=dims, out_axes=out_dims)(*_to_jax(args))
+        if recorded[0]:  # the result must join the caller's autograd graph: sample by sample
+            return _vmap_by_samples(func, args, kwargs, dims, out_dims)
         return _to_tensor(out)
     return wrapper
+
+
+def _records(tree: Any) -> bool:
+    """Whether autograd records through these tensors (so the result must be differentiable)."""
+    return is_grad_enabled() and any(
+        _is_tensor(t) and t.requires_grad
+        for t in jax.tree_util.tree_leaves(tree, is_leaf=_is_tensor))
+
+
+def _vmap_by_samples(func: Callable, args: tuple, kwargs: dict, dims: Any, out_dims: Any
+                     ) -> Any:
+    """vmap's result through our own autograd (each sample by ops, outputs stacked): used only
+    when tensors that require grad flow into the result."""
+    import autograd_compile as acg
+    per_arg = dims if isinstance(dims, tuple) else (dims,) * len(args)
+    sizes = [_batch_size(a, d) for a, d in zip(args, per_arg)]
+    n = next(s for s in sizes if s is not None)
+    outs = []
+    for i in range(n):
+        sample = [a if d is None else jax.tree_util.tree_map(
+            lambda t, d=d: t.select(d, i) if _is_tensor(t) else t, a, is_leaf=_is_tensor)
+            for a, d in zip(args, per_arg)]
+        outs.append(func(*sample, **kwargs))
+    leaves = [jax.tree_util.tree_leaves(o, is_leaf=_is_tensor) for o in outs]
+    tree = jax.tree_util.tree_structure(outs[0], is_leaf=_is_tensor)
+    od = out_dims if isinstance(out_dims, (tuple, list)) else (out_dims,) * len(leaves[0])
+    stacked = [acg.stack([ls[j] for ls in leaves], od[j]) for j in range(len(leaves[0]))]
+    return jax.tree_util.tree_unflatten(tree, stacked)
+
+
+def _batch_size(arg: Any, dim: Any) -> int | None:
+    if dim is None:
+        return None
+    ts = [t for t in jax.tree_util.tree_leaves(arg, is_leaf=_is_tensor) if _is_tensor(t)]
+    return int(ts[0].shape[dim]) if ts else None  # an empty dict (no buffers) has no batch
 
 
 def grad(func: Callable, argnums: Any = 0, has_aux: bool = False) -> Callable:
