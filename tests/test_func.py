@@ -260,3 +260,28 @@ def test_doctests_of_the_funclin_modules() -> None:
                  "autograd_compile.func", "autograd_compile.autograd.functional"):
         result = doctest.testmod(importlib.import_module(name))
         assert result.failed == 0 and result.attempted > 0, name
+
+
+def test_compiled_transform_sees_captured_tensors_change() -> None:
+    w = acg.tensor([1.0, 2.0])
+    f = acg.func.vmap(lambda r: (r * w).sum())
+    g = acg.func.grad(lambda r, s: (r * s * w).sum())
+    x = acg.ones(3, 2)
+    assert f(x).tolist() == [3.0] * 3 and g(acg.ones(2), acg.ones(2)).tolist() == [1.0, 2.0]
+    w.mul_(10)  # a captured tensor changes: the next call reads the new value
+    assert f(x).tolist() == [30.0] * 3 and g(acg.ones(2), acg.ones(2)).tolist() == [10.0, 20.0]
+
+
+def test_compiled_transform_traces_once_per_shape() -> None:
+    calls = []
+
+    def body(p, r):
+        calls.append(1)
+        return ((r @ p) ** 2).sum()
+    psg = acg.func.vmap(acg.func.grad(body), in_dims=(None, 0))
+    p = acg.ones(3, 2)
+    first = psg(p, acg.ones(8, 3))
+    second = psg(p * 2, acg.ones(8, 3))
+    psg(p, acg.ones(4, 3))
+    assert len(calls) == 2  # one trace per batch shape, none for new values
+    np.testing.assert_allclose(second.numpy(), 2 * first.numpy())

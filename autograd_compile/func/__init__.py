@@ -84,18 +84,65 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             raise ValueError(f"vmap(func, in_dims={in_dims}, ...)(<inputs>): in_dims is not "
                              f"compatible with the structure of `inputs`. in_dims has structure "
                              f"{len(dims)} but inputs has {len(args)}.")
-        recorded = [_records((args, kwargs))]
+        if _records((args, kwargs)):  # the result must join the caller's autograd graph
+            return _vmap_by_samples(func, args, kwargs, dims, out_dims)
+        recorded = [False]
 
-        def traced(*arrays: Any) -> Any:
-            out = func(*_to_tensor(arrays), **_to_tensor(_to_jax(kwargs)))
-            recorded[0] = recorded[0] or _records(out)
-            return _to_jax(out)
-        with no_grad() if not is_grad_enabled() else contextlib.nullcontext():
-            out = jax.vmap(traced, in_axes=dims, out_axes=out_dims)(*_to_jax(args))
-        if recorded[0]:  # the result must join the caller's autograd graph: sample by sample
+        def build() -> Callable:
+            def traced(*arrays: Any) -> Any:
+                out = func(*_to_tensor(arrays), **_to_tensor(_to_jax(kwargs)))
+                recorded[0] = recorded[0] or _records(out)
+                return _to_jax(out)
+            return jax.vmap(traced, in_axes=dims, out_axes=out_dims)
+        out = _cached_call(cache, build, args, kwargs, recorded)
+        if out is _RECORDS:  # a captured tensor requires grad: sample by sample
             return _vmap_by_samples(func, args, kwargs, dims, out_dims)
         return _to_tensor(out)
+    cache: dict = {}
     return wrapper
+
+
+_RECORDS = object()  # a cache entry: the function's result needs our autograd, not JAX
+
+
+def _cached_call(cache: dict, build: Callable, args: tuple, kwargs: dict, recorded: list
+                 ) -> Any:
+    """``build()(*args)`` compiled once per argument structure, shapes and dtypes (jax.jit), as
+    long as the traced function reads no tensor but its arguments (a captured tensor could
+    change between calls, so such functions are traced every call). Inside another transform
+    (tracer arguments) it just runs."""
+    arrays = _to_jax(args)
+    leaves, tree = jax.tree_util.tree_flatten(arrays)
+    kw_leaves = jax.tree_util.tree_leaves(_to_jax(kwargs))
+    if any(isinstance(v, jax.core.Tracer) for v in leaves + kw_leaves) or any(
+            isinstance(v, jax.Array) for v in kw_leaves):
+        return build()(*arrays)
+    try:
+        key = (tree, tuple((v.shape, str(v.dtype)) if isinstance(v, jax.Array) else v
+                           for v in leaves), tuple(sorted(kwargs.items())))
+        hash(key)
+    except TypeError:  # unhashable static values: no caching
+        return build()(*arrays)
+    fn = cache.get(key)
+    if fn is None:
+        f = build()
+        traced = jax.jit(f).trace(*arrays)  # traced once: consts tell what it captured
+        if recorded[0]:
+            fn = _RECORDS
+        elif _reads_tensors(traced.jaxpr.consts):
+            fn = f  # traced on every call, so captured tensors are read afresh
+        else:
+            fn = traced.lower().compile()
+        cache[key] = fn
+    return fn if fn is _RECORDS else fn(*arrays)
+
+
+def _reads_tensors(consts: list) -> bool:
+    """Whether any constant of a traced program is the value of a live Tensor (a captured
+    tensor, not a constant the kernels made)."""
+    import gc
+    return any(isinstance(c, jax.Array) and any(isinstance(r, Tensor) for r in
+                                                gc.get_referrers(c)) for c in consts)
 
 
 def _records(tree: Any) -> bool:
@@ -147,9 +194,10 @@ def grad_and_value(func: Callable, argnums: Any = 0, has_aux: bool = False) -> C
     """(gradient, value) of ``func``; with ``has_aux`` the value is ``(output, aux)``."""
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         _argnums(argnums, len(args))
-        fn = jax.value_and_grad(_pure(func, _to_jax(kwargs)), argnums, has_aux=has_aux)
-        value, g = fn(*_to_jax(args))
+        value, g = _cached_call(cache, lambda: jax.value_and_grad(
+            _pure(func, _to_jax(kwargs)), argnums, has_aux=has_aux), args, kwargs, [False])
         return _to_tensor(g), _to_tensor(value)
+    cache: dict = {}
     return wrapper
 
 
