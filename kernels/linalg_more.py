@@ -374,3 +374,70 @@ lu_pivots_permutation = jaxop(
     "lu_pivots_permutation(Tensor pivots, int m) -> Tensor",
     lambda p, m: jax.lax.linalg.lu_pivots_to_permutation(p.astype(jnp.int32) - 1, m).astype(
         jnp.int64), differentiable=False)
+
+
+# -- LDL (Bunch-Kaufman): LAPACK's sytrf/hetrf and sytrs/hetrs on the host, as PyTorch calls them --
+def _lapack(name: str, a: np.ndarray, hermitian: bool) -> Any:
+    from scipy.linalg import get_lapack_funcs  # jax depends on scipy
+    kind = "he" if hermitian and a.dtype.kind == "c" else "sy"
+    return get_lapack_funcs(kind + name, (a,))
+
+
+def _ldl_host(a: np.ndarray, hermitian: bool) -> tuple:
+    a = np.asarray(a)
+    flat = a.reshape((-1,) + a.shape[-2:])
+    ld, piv, info = np.zeros_like(flat), np.zeros(flat.shape[:-1], np.int32), \
+        np.zeros(flat.shape[:1], np.int32)
+    for i, m in enumerate(flat):
+        f = _lapack("trf", m, hermitian)
+        out, p, inf = f(m, lower=1)
+        ld[i], piv[i], info[i] = np.tril(out), p, inf
+    batch = a.shape[:-2]
+    return ld.reshape(a.shape), piv.reshape(batch + a.shape[-1:]), info.reshape(batch)
+
+
+def _ldl_factor_ex(a: jax.Array, hermitian: bool = False) -> tuple:
+    shapes = (jax.ShapeDtypeStruct(a.shape, a.dtype),
+              jax.ShapeDtypeStruct(a.shape[:-1], jnp.int32),
+              jax.ShapeDtypeStruct(a.shape[:-2], jnp.int32))
+    return tuple(jax.pure_callback(lambda m: _ldl_host(m, hermitian), shapes, a,
+                                   vmap_method="sequential"))
+
+
+def _ldl_solve_host(ld: np.ndarray, piv: np.ndarray, b: np.ndarray, hermitian: bool
+                    ) -> np.ndarray:
+    batch = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
+    ld = np.broadcast_to(ld, batch + ld.shape[-2:]).reshape((-1,) + ld.shape[-2:])
+    piv = np.broadcast_to(piv, batch + piv.shape[-1:]).reshape((-1,) + piv.shape[-1:])
+    bb = np.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
+    dtype = np.result_type(ld.dtype, bb.dtype)
+    out = np.zeros(bb.shape, dtype)
+    for i in range(bb.shape[0]):
+        f = _lapack("trs", ld[i].astype(dtype), hermitian)
+        out[i] = f(ld[i].astype(dtype), piv[i], bb[i].astype(dtype), lower=1)[0]
+    return out.reshape(batch + b.shape[-2:])
+
+
+def _ldl_solve(ld: jax.Array, piv: jax.Array, b: jax.Array, hermitian: bool = False
+               ) -> jax.Array:
+    batch = jnp.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
+    shape = jax.ShapeDtypeStruct(batch + b.shape[-2:], jnp.result_type(ld.dtype, b.dtype))
+    return jax.pure_callback(lambda *v: _ldl_solve_host(*v, hermitian), shape, ld, piv, b,
+                             vmap_method="sequential")
+
+
+def _ldl_solve_check(LD: Any, pivots: Any, B: Any, **kwargs: Any) -> None:
+    matrix_check("torch.linalg.ldl_solve", "LD")(LD)
+    if B.ndim < 2:
+        raise RuntimeError(f"torch.linalg.ldl_solve: The input tensor B must have at least 2 "
+                           f"dimensions.")
+    if str(np.dtype(pivots.dtype)) != "int32":
+        raise RuntimeError(f"torch.linalg.ldl_solve: Expected pivots to be integers. Got "
+                           f"{dtype_name(pivots.dtype)}")
+
+
+ldl_factor_ex = jaxop("linalg_ldl_factor_ex(Tensor A, *, bool hermitian=False) "
+                      "-> (Tensor, Tensor, Tensor)", _ldl_factor_ex,
+                      check=_SQ("torch.linalg.ldl_factor_ex"), differentiable=False)
+ldl_solve = jaxop("linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) "
+                  "-> Tensor", _ldl_solve, check=_ldl_solve_check, differentiable=False)

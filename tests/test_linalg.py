@@ -132,6 +132,13 @@ CASES = [
     Case("lu_unpack", lambda L, a: tuple(L.lu_unpack(*L.linalg.lu_factor(a))), (_mat(3, 3, 67),)),
     Case("lu_solve_old", lambda L, b, a: L.lu_solve(b, *L.linalg.lu_factor(a)),
          (_mat(3, 2, 68), _sq(3, 69))),
+    # LDL: no gradient in PyTorch
+    Case("ldl_factor", lambda L, a: tuple(L.linalg.ldl_factor(a)), (_mat(4, 4, 101) + _mat(4, 4, 101).T,),
+         grad=False),
+    Case("ldl_factor_ex_batch_hermitian", lambda L, a: tuple(L.linalg.ldl_factor_ex(
+        a + a.mT.conj(), hermitian=True)), (_cplx((2, 3, 3), 102),), grad=False),
+    Case("ldl_solve", lambda L, a, b: L.linalg.ldl_solve(*L.linalg.ldl_factor(a + a.mT), b),
+         (_mat(3, 3, 103), _mat(3, 2, 2)), grad=False),
     Case("solve_triangular", lambda L, a, b: L.linalg.solve_triangular(a.triu(), b, upper=True),
          (_sq(3, 70), _mat(3, 2, 71))),
     Case("solve_triangular_right_unit", lambda L, a, b: L.linalg.solve_triangular(
@@ -286,6 +293,7 @@ ERRORS = [
     ("matrix_norm_ord", lambda L: L.linalg.matrix_norm(L.ones(2, 2), "bad")),
     ("vector_norm_int", lambda L: L.linalg.vector_norm(L.ones(3, dtype=L.int64))),
     ("fft_norm", lambda L: L.fft.fft(L.ones(4), norm="bad")),
+    ("ldl_nonsquare", lambda L: L.linalg.ldl_factor_ex(L.ones(2, 3))),
 ]
 
 
@@ -338,3 +346,13 @@ def test_out_argument_errors_as_torch() -> None:
             lib.linalg.inv(a, out=lib.empty(0))
         with pytest.raises(RuntimeError):
             lib.fft.fft(lib.ones(4), out=lib.empty(0))
+
+
+def test_ldl_under_compile_and_a_singular_d() -> None:
+    a, b = acg.tensor(_spd(3, 104)), acg.tensor(_mat(3, 2, 105))
+    f = acg.compile(lambda a, b: acg.linalg.ldl_solve(*acg.linalg.ldl_factor(a), b))
+    np.testing.assert_allclose(f(a, b).numpy(), np.linalg.solve(_spd(3, 104), _mat(3, 2, 105)),
+                               rtol=1e-10)
+    with pytest.raises(acg.linalg.LinAlgError, match="D is singular"):
+        acg.linalg.ldl_factor(acg.zeros(2, 2))
+    assert acg.linalg.ldl_factor_ex(acg.zeros(2, 2)).info.item() == 1  # as torch: info, no raise

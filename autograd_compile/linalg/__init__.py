@@ -19,7 +19,7 @@ from autograd_compile.tensor import Tensor
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "common_notes", "cond", "cross", "det",
            "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "householder_product", "inv",
-           "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul",
+           "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul",
            "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm",
            "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals",
            "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm"]
@@ -348,6 +348,44 @@ def lu(A: Tensor, *, pivot: bool = True, out: Any = None) -> _LU:
 def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False,
              out: Any = None) -> Tensor:
     return K.lu_solve(LU, pivots, B, left=left, adjoint=adjoint)
+
+
+class _LDL(NamedTuple):
+    LD: Tensor
+    pivots: Tensor
+
+
+class _LDLEx(NamedTuple):
+    LD: Tensor
+    pivots: Tensor
+    info: Tensor
+
+
+_LDL_SINGULAR = ("{op}: The factorization could not be completed because the block diagonal "
+                 "matrix D is singular (D[{{0}},{{0}}] is exactly zero).")
+
+
+def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False,
+                  out: Any = None) -> _LDLEx:
+    """(LD, pivots, info): LAPACK's Bunch-Kaufman LDL^T (LDL^H with ``hermitian``) in compact
+    form, pivots 1-based (negative for 2x2 blocks), as PyTorch returns them. No gradient."""
+    LD, piv, info = K.ldl_factor_ex(A, hermitian=hermitian)
+    if check_errors:
+        _raise_on(info, _LDL_SINGULAR.format(op="torch.linalg.ldl_factor_ex"))
+    return _LDLEx(LD, piv, info)
+
+
+def ldl_factor(A: Tensor, *, hermitian: bool = False, out: Any = None) -> _LDL:
+    """(LD, pivots) of ldl_factor_ex; a singular D raises LinAlgError."""
+    LD, piv, info = K.ldl_factor_ex(A, hermitian=hermitian)
+    _raise_on(info, _LDL_SINGULAR.format(op="torch.linalg.ldl_factor"))
+    return _LDL(LD, piv)
+
+
+def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
+              out: Any = None) -> Tensor:
+    """X with A X = B from A's ldl_factor."""
+    return K.ldl_solve(LD, pivots, B, hermitian=hermitian)
 
 
 def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
