@@ -66,3 +66,10 @@ from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
 from . import multiprocessing  # noqa: E402
 # -- vision: torch.conv2d, torch.max_pool1d, torch.pixel_shuffle, torch.grid_sampler... --
 from .nn._torch_vision import *  # noqa: E402,F401,F403
+# -- funclin: linalg / fft / special / func / autograd.functional / utils.checkpoint --
+from . import linalg  # noqa: E402
+from . import fft, special  # noqa: E402
+from . import func  # noqa: E402
+from .kernels.api_funclin import *  # noqa: E402,F401,F403
+from .kernels.api_funclin import install_funclin_methods as _install_funclin  # noqa: E402
+_install_funclin(Tensor)

@@ -22,3 +22,5 @@ __all__ += ["rnn"]
 # -- vision (conv transpose, N-d pools, interpolation, fold/unfold) --
 from . import vision  # noqa: F401,E402
 __all__ += ["vision"]
+from . import linalg_more  # noqa: E402,F401  (funclin: linalg, complex ops through _bridge)
+from . import fft_special  # noqa: E402,F401  (funclin: fft, special through _bridge)

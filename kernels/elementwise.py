@@ -53,7 +53,14 @@ erf = unary("erf", jsp.erf, lambda g, x, out: g * ((x * x).neg().exp() * _2_SQRT
 
 # -- unary, dtype-preserving ----------------------------------------------------------------
 neg = unary("neg", jnp.negative, lambda g, x, out: -g, save=(), floating=False)
-abs = unary("abs", jnp.abs, lambda g, x, out: g * x.sign(), floating=False)
+def _abs_backward(g: Any, x: Any, out: Any) -> Any:
+    if getattr(x.dtype, "kind", "") == "c":  # z/|z| depends on z: differentiable (funclin)
+        from .linalg_more import sgn
+        return g * sgn(x)
+    return g * x.sign()
+
+
+abs = unary("abs", jnp.abs, _abs_backward, floating=False)
 square = unary("square", jnp.square, lambda g, x, out: g * (x * 2), floating=False)
 relu = unary("relu", jax.nn.relu, lambda g, x, out: where(out > 0, g, 0), save=("out",),
              floating=False)
@@ -78,14 +85,22 @@ isfinite = _predicate("isfinite", jnp.isfinite)
 
 
 # -- binary arithmetic ----------------------------------------------------------------------
+def _cj(t: Any) -> Any:
+    """conj(t) for a complex tensor (PyTorch's convention: grad_x = grad * conj(dout/dx))."""
+    if getattr(getattr(t, "dtype", None), "kind", "") != "c":
+        return t
+    from .linalg_more import conj  # funclin: complex ops live there (imported late: cycle)
+    return conj(t)
+
+
 def _mul_backward(g: Any, x: Any, y: Any, out: Any) -> tuple:
-    return (reduce_grad(g * y, x) if wants(x) else None,
-            reduce_grad(g * x, y) if wants(y) else None)
+    return (reduce_grad(g * _cj(y), x) if wants(x) else None,
+            reduce_grad(g * _cj(x), y) if wants(y) else None)
 
 
 def _div_backward(g: Any, x: Any, y: Any, out: Any) -> tuple:
-    return (reduce_grad(g / y, x) if wants(x) else None,
-            reduce_grad(-g * x / (y * y), y) if wants(y) else None)
+    return (reduce_grad(g / _cj(y), x) if wants(x) else None,
+            reduce_grad(-g * _cj(x / (y * y)), y) if wants(y) else None)
 
 
 _ALPHA = ", *, Scalar alpha=1"

@@ -15,3 +15,4 @@ from .node import AccumulateGrad, Node
 __all__ = ["graph", "backward", "grad", "Function", "FunctionCtx", "once_differentiable",
            "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled", "detect_anomaly",
            "set_detect_anomaly", "AccumulateGrad", "Node"]
+from . import functional  # noqa: E402,F401  (funclin: acg.autograd.functional)

@@ -1,0 +1,326 @@
+"""``acg.func``: PyTorch's ``torch.func`` transforms (vmap, grad, vjp, jvp, jacrev, jacfwd,
+hessian, linearize) and ``functional_call`` / ``stack_module_state``.
+
+A function of Tensors is made a pure JAX function (its Tensors wrap JAX arrays, or JAX tracers
+while a transform traces it; every op runs its JAX kernel on them), and the transform is JAX's
+own: ``vmap(grad(f))`` is one batched program (``jax.vmap(jax.grad(...))``), not a loop over
+samples. Transforms nest. Results of grad/vjp/jac* are new tensors, detached from the caller's
+autograd graph; ``vmap`` whose inputs (or captured tensors) require grad gives a result in
+that graph (computed sample by sample through our autograd).
+
+>>> import autograd_compile as acg
+>>> x = acg.tensor([1.0, 2.0, 3.0])
+>>> acg.func.grad(lambda t: (t ** 3).sum())(x).tolist()
+[3.0, 12.0, 27.0]
+>>> acg.func.vmap(lambda r: r.sum(), in_dims=0)(acg.ones(4, 2)).tolist()
+[2.0, 2.0, 2.0, 2.0]
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterator, Sequence
+
+import jax
+
+from autograd_compile.autograd.grad_mode import is_grad_enabled, no_grad
+from autograd_compile.tensor import Tensor
+
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
+           "linearize", "stack_module_state", "vjp", "vmap"]
+
+
+# -- Tensors <-> JAX arrays ---------------------------------------------------------------------
+
+def _is_tensor(x: Any) -> bool:
+    return isinstance(x, Tensor)
+
+
+def _to_jax(tree: Any) -> Any:
+    """Every Tensor of a pytree as its JAX array (a tracer inside a transform)."""
+    return jax.tree_util.tree_map(lambda t: t.__jax_array__() if _is_tensor(t) else t, tree,
+                                  is_leaf=_is_tensor)
+
+
+def _to_tensor(tree: Any) -> Any:
+    """Every JAX array (or tracer) of a pytree as a Tensor."""
+    return jax.tree_util.tree_map(
+        lambda a: Tensor(a) if isinstance(a, (jax.Array, jax.core.Tracer)) else a, tree)
+
+
+def _pure(func: Callable, kwargs: dict | None = None) -> Callable:
+    """``func`` as a function of JAX arrays: arguments wrapped as Tensors, results unwrapped.
+    No autograd graph is recorded: JAX differentiates."""
+    kwargs = kwargs or {}
+
+    def pure(*arrays: Any) -> Any:
+        with no_grad():
+            return _to_jax(func(*_to_tensor(arrays), **kwargs))
+    return pure
+
+
+def _argnums(argnums: Any, n: int) -> None:
+    for a in (argnums,) if isinstance(argnums, int) else argnums:
+        if not isinstance(a, int) or not -n <= a < n:
+            raise RuntimeError(f"Got argnums={argnums}, but only {n} positional inputs")
+
+
+# -- the transforms ------------------------------------------------------------------------------
+
+def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error", *,
+         chunk_size: int | None = None) -> Callable:
+    """``func`` over a batch dimension of its inputs (``in_dims``: an int, None, or one entry
+    per argument), the batch stacked at ``out_dims`` of each output; JAX's vmap, so the kernels
+    run batched. ``randomness``: 'error', 'different' or 'same' (random ops draw from our
+    generator once per call, so every sample sees the same draw, as 'same')."""
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
+                           f"'same'. Got {randomness}")
+    if chunk_size is not None and chunk_size < 1:
+        raise ValueError("vmap: chunk_size should be None or greater than 0.")
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        dims = tuple(in_dims) if isinstance(in_dims, list) else in_dims
+        if isinstance(dims, tuple) and len(dims) != len(args):
+            raise ValueError(f"vmap(func, in_dims={in_dims}, ...)(<inputs>): in_dims is not "
+                             f"compatible with the structure of `inputs`. in_dims has structure "
+                             f"{len(dims)} but inputs has {len(args)}.")
+        if _records((args, kwargs)):  # the result must join the caller's autograd graph
+            return _vmap_by_samples(func, args, kwargs, dims, out_dims)
+        recorded = [False]
+
+        def build() -> Callable:
+            def traced(*arrays: Any) -> Any:
+                out = func(*_to_tensor(arrays), **_to_tensor(_to_jax(kwargs)))
+                recorded[0] = recorded[0] or _records(out)
+                return _to_jax(out)
+            return jax.vmap(traced, in_axes=dims, out_axes=out_dims)
+        out = _cached_call(cache, build, args, kwargs, recorded)
+        if out is _RECORDS:  # a captured tensor requires grad: sample by sample
+            return _vmap_by_samples(func, args, kwargs, dims, out_dims)
+        return _to_tensor(out)
+    cache: dict = {}
+    return wrapper
+
+
+_RECORDS = object()  # a cache entry: the function's result needs our autograd, not JAX
+
+
+def _cached_call(cache: dict, build: Callable, args: tuple, kwargs: dict, recorded: list
+                 ) -> Any:
+    """``build()(*args)`` compiled once per argument structure, shapes and dtypes (jax.jit), as
+    long as the traced function reads no tensor but its arguments (a captured tensor could
+    change between calls, so such functions are traced every call). Inside another transform
+    (tracer arguments) it just runs."""
+    arrays = _to_jax(args)
+    leaves, tree = jax.tree_util.tree_flatten(arrays)
+    kw_leaves = jax.tree_util.tree_leaves(_to_jax(kwargs))
+    if any(isinstance(v, jax.core.Tracer) for v in leaves + kw_leaves) or any(
+            isinstance(v, jax.Array) for v in kw_leaves):
+        return build()(*arrays)
+    try:
+        key = (tree, tuple((v.shape, str(v.dtype)) if isinstance(v, jax.Array) else v
+                           for v in leaves), tuple(sorted(kwargs.items())))
+        hash(key)
+    except TypeError:  # unhashable static values: no caching
+        return build()(*arrays)
+    fn = cache.get(key)
+    if fn is None:
+        f = build()
+        traced = jax.jit(f).trace(*arrays)  # traced once: consts tell what it captured
+        if recorded[0]:
+            fn = _RECORDS
+        elif _reads_tensors(traced.jaxpr.consts):
+            fn = f  # traced on every call, so captured tensors are read afresh
+        else:
+            fn = traced.lower().compile()
+        cache[key] = fn
+    return fn if fn is _RECORDS else fn(*arrays)
+
+
+def _reads_tensors(consts: list) -> bool:
+    """Whether any constant of a traced program is the value of a live Tensor (a captured
+    tensor, not a constant the kernels made)."""
+    import gc
+    return any(isinstance(c, jax.Array) and any(isinstance(r, Tensor) for r in
+                                                gc.get_referrers(c)) for c in consts)
+
+
+def _records(tree: Any) -> bool:
+    """Whether autograd records through these tensors (so the result must be differentiable)."""
+    return is_grad_enabled() and any(
+        _is_tensor(t) and t.requires_grad
+        for t in jax.tree_util.tree_leaves(tree, is_leaf=_is_tensor))
+
+
+def _vmap_by_samples(func: Callable, args: tuple, kwargs: dict, dims: Any, out_dims: Any
+                     ) -> Any:
+    """vmap's result through our own autograd (each sample by ops, outputs stacked): used only
+    when tensors that require grad flow into the result."""
+    import autograd_compile as acg
+    per_arg = dims if isinstance(dims, tuple) else (dims,) * len(args)
+    sizes = [_batch_size(a, d) for a, d in zip(args, per_arg)]
+    n = next(s for s in sizes if s is not None)
+    outs = []
+    for i in range(n):
+        sample = [a if d is None else jax.tree_util.tree_map(
+            lambda t, d=d: t.select(d, i) if _is_tensor(t) else t, a, is_leaf=_is_tensor)
+            for a, d in zip(args, per_arg)]
+        outs.append(func(*sample, **kwargs))
+    leaves = [jax.tree_util.tree_leaves(o, is_leaf=_is_tensor) for o in outs]
+    tree = jax.tree_util.tree_structure(outs[0], is_leaf=_is_tensor)
+    od = out_dims if isinstance(out_dims, (tuple, list)) else (out_dims,) * len(leaves[0])
+    stacked = [acg.stack([ls[j] for ls in leaves], od[j]) for j in range(len(leaves[0]))]
+    return jax.tree_util.tree_unflatten(tree, stacked)
+
+
+def _batch_size(arg: Any, dim: Any) -> int | None:
+    if dim is None:
+        return None
+    ts = [t for t in jax.tree_util.tree_leaves(arg, is_leaf=_is_tensor) if _is_tensor(t)]
+    return int(ts[0].shape[dim]) if ts else None  # an empty dict (no buffers) has no batch
+
+
+def grad(func: Callable, argnums: Any = 0, has_aux: bool = False) -> Callable:
+    """The gradient of scalar-valued ``func`` with respect to the arguments ``argnums``."""
+    gv = grad_and_value(func, argnums, has_aux)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        g, value = gv(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+    return wrapper
+
+
+def grad_and_value(func: Callable, argnums: Any = 0, has_aux: bool = False) -> Callable:
+    """(gradient, value) of ``func``; with ``has_aux`` the value is ``(output, aux)``."""
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        _argnums(argnums, len(args))
+        value, g = _cached_call(cache, lambda: jax.value_and_grad(
+            _pure(func, _to_jax(kwargs)), argnums, has_aux=has_aux), args, kwargs, [False])
+        return _to_tensor(g), _to_tensor(value)
+    cache: dict = {}
+    return wrapper
+
+
+def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+    """(output, vjp_fn[, aux]): vjp_fn(cotangents) gives one gradient per primal."""
+    res = jax.vjp(_pure(func), *_to_jax(primals), has_aux=has_aux)
+    out, pull = res[0], res[1]
+
+    def vjp_fn(*cotangents: Any, retain_graph: bool = True, create_graph: bool = False) -> tuple:
+        ct = cotangents[0] if len(cotangents) == 1 else cotangents
+        return _to_tensor(tuple(pull(_to_jax(ct))))
+    return (_to_tensor(out), vjp_fn, _to_tensor(res[2])) if has_aux else \
+        (_to_tensor(out), vjp_fn)
+
+
+def jvp(func: Callable, primals: Sequence, tangents: Sequence, *, strict: bool = False,
+        has_aux: bool = False) -> tuple:
+    """(output, jvp_out[, aux]): the forward-mode derivative along ``tangents``."""
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it "
+                           "should be valid to call f(*primals).")
+    if len(primals) != len(tangents):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have "
+                           "the same python structure.")
+    res = jax.jvp(_pure(func), _to_jax(primals), _to_jax(tangents), has_aux=has_aux)
+    return tuple(_to_tensor(r) for r in res)
+
+
+def jacrev(func: Callable, argnums: Any = 0, *, has_aux: bool = False,
+           chunk_size: int | None = None, _preallocate_and_copy: bool = False) -> Callable:
+    """The Jacobian of ``func`` by reverse mode (vmap over vjp)."""
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        _argnums(argnums, len(args))
+        fn = jax.jacrev(_pure(func, _to_jax(kwargs)), argnums, has_aux=has_aux)
+        return _to_tensor(fn(*_to_jax(args)))
+    return wrapper
+
+
+def jacfwd(func: Callable, argnums: Any = 0, has_aux: bool = False, *,
+           randomness: str = "error") -> Callable:
+    """The Jacobian of ``func`` by forward mode (vmap over jvp)."""
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        _argnums(argnums, len(args))
+        fn = jax.jacfwd(_pure(func, _to_jax(kwargs)), argnums, has_aux=has_aux)
+        return _to_tensor(fn(*_to_jax(args)))
+    return wrapper
+
+
+def hessian(func: Callable, argnums: Any = 0) -> Callable:
+    """jacfwd(jacrev(func)), as PyTorch computes it."""
+    return jacfwd(jacrev(func, argnums), argnums)
+
+
+def linearize(func: Callable, *primals: Any) -> tuple:
+    """(output, jvp_fn): jvp_fn(*tangents) is the jvp at ``primals`` (evaluated once)."""
+    out, lin = jax.linearize(_pure(func), *_to_jax(primals))
+
+    def jvp_fn(*tangents: Any) -> Any:
+        return _to_tensor(lin(*_to_jax(tangents)))
+    return _to_tensor(out), jvp_fn
+
+
+# -- modules as functions --------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _swapped(module: Any, values: dict, strict: bool) -> Iterator[None]:
+    """Parameters and buffers of ``module`` (dotted names) replaced by ``values`` for a while."""
+    known = dict(module.named_parameters(remove_duplicate=False))
+    known.update(dict(module.named_buffers(remove_duplicate=False)))
+    if strict:
+        missing = sorted(set(known) - set(values))
+        unexpected = sorted(set(values) - set(known))
+        if missing or unexpected:
+            raise RuntimeError(f"Error(s) in reparametrizing for {type(module).__name__}: "
+                               f"missing keys {missing}, unexpected keys {unexpected}")
+    saved = []
+    try:
+        for name, value in values.items():
+            *path, leaf = name.split(".")
+            owner = module.get_submodule(".".join(path)) if path else module
+            table = owner._parameters if leaf in owner._parameters else owner._buffers
+            saved.append((table, leaf, table.get(leaf)))
+            table[leaf] = value
+        yield
+    finally:
+        for table, leaf, old in reversed(saved):
+            table[leaf] = old
+
+
+def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = None,
+                    kwargs: dict | None = None, *, tie_weights: bool = True,
+                    strict: bool = False) -> Any:
+    """Call ``module`` with its parameters and buffers replaced by the given tensors (one dict
+    or a sequence of dicts); gradients flow to those tensors."""
+    dicts = [parameter_and_buffer_dicts] if isinstance(parameter_and_buffer_dicts, dict) \
+        else list(parameter_and_buffer_dicts)
+    values: dict = {}
+    for d in dicts:
+        clash = set(values) & set(d)
+        if clash:
+            raise ValueError(f"{sorted(clash)[0]} appeared in multiple dictionaries; behavior "
+                             f"of functional call is ambiguous")
+        values.update(d)
+    args = () if args is None else args if isinstance(args, tuple) else (args,)
+    with _swapped(module, values, strict):
+        return module(*args, **(kwargs or {}))
+
+
+def stack_module_state(models: Sequence[Any]) -> tuple:
+    """(params, buffers): each name's tensors of ``models`` stacked on a new first dim (new
+    leaves, requiring grad as the originals), for ``vmap`` over an ensemble."""
+    import autograd_compile as acg
+    models = list(models)
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if any(m.training != models[0].training for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to have the same training/"
+                           "eval mode.")
+
+    def stack(named: Callable) -> dict:
+        out = {}
+        for name, first in named(models[0]):
+            t = acg.stack([dict(named(m))[name].detach() for m in models])
+            out[name] = t.requires_grad_(first.requires_grad) if first.requires_grad else t
+        return out
+    return (stack(lambda m: m.named_parameters()), stack(lambda m: m.named_buffers()))
