@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -36,22 +35,8 @@ LR = 0.01  # plain SGD everywhere: the update is the same rule in every framewor
 GPT_SIZES = ({"batch": 16, "seq": 64, "vocab": 256, "dim": 128, "layers": 2, "heads": 4},
              {"batch": 2, "seq": 8, "vocab": 32, "dim": 16, "layers": 1, "heads": 2})
 
-AcgLoss = Callable[..., acg.Tensor]  # loss(*input tensors)
-# acg_build() -> (parameters by name, eager loss, make_compiled(acg.compile) -> loss)
-AcgBuild = Callable[[], tuple[dict[str, acg.Tensor], AcgLoss, Callable[[Callable], AcgLoss]]]
-
-
-@dataclass
-class StepModel:
-    """One whole-step workload; ``inputs`` are passed positionally in dict order."""
-
-    name: str
-    sizes: dict[str, int]
-    params: dict[str, np.ndarray]
-    inputs: dict[str, np.ndarray]
-    acg_build: AcgBuild
-    jax_loss: Callable[[dict[str, Any], dict[str, Any]], Any] | None
-    torch_build: Callable[[], tuple[dict[str, Any], Callable[..., Any]]] | None
+from .step_types import AcgBuild, AcgLoss, StepModel  # noqa: E402,F401  (re-exported)
+from .step_rnn import build_rnn  # noqa: E402
 
 
 def gpt_module() -> ModuleType | None:
@@ -171,7 +156,6 @@ def build_step(name: str, smoke: bool = False, batch: int | None = None) -> Step
     if name not in STEP_NAMES:
         raise ValueError(f"unknown step workload {name!r}; choose from {', '.join(STEP_NAMES)}")
     if name == "rnn":  # recurrent (rnn)
-        from .step_rnn import build_rnn
         return build_rnn(smoke, batch)
     return _gpt(smoke, batch) if name == "gpt" else _mlp(name, smoke, batch)
 

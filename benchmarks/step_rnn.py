@@ -20,7 +20,7 @@ import numpy as np
 
 import autograd_compile as acg
 
-from .step_models import AcgLoss, StepModel
+from .step_types import AcgLoss, StepModel
 
 # (full, smoke): the workload, and a tiny one with the same structure for CI
 RNN_SIZES = ({"layers": 2, "hidden": 256, "input": 256, "seq": 128, "batch": 32},

@@ -20,7 +20,7 @@ import types
 from functools import partial
 from typing import Any, Callable, Sequence
 
-from .lr_scheduler import LRScheduler, _per_group
+from ._lr_base import LRScheduler, _per_group
 from .optimizer import Optimizer
 
 __all__ = ["CosineAnnealingWarmRestarts", "CyclicLR", "MultiplicativeLR"]
