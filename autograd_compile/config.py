@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 
 
 def _flag(name: str) -> bool:
@@ -25,6 +26,19 @@ SLOW: bool = _flag("ACG_SLOW")
 LOGS: frozenset[str] = frozenset(
     s.strip() for s in os.environ.get("ACG_LOGS", "").split(",") if s.strip()
 )
+# every channel a module logs to; ACG_LOGS naming another one is a typo worth a warning
+CHANNELS = ("compiled_autograd", "compiled_autograd_verbose", "aot", "aot_verbose")
+
+
+def _check_channels(logs: frozenset[str]) -> None:
+    unknown = sorted(logs - set(CHANNELS))
+    if unknown:
+        warnings.warn(f"ACG_LOGS: unknown channel{'s' if len(unknown) > 1 else ''} "
+                      f"{', '.join(unknown)}; the channels are {', '.join(CHANNELS)}",
+                      stacklevel=2)
+
+
+_check_channels(LOGS)
 
 
 def log_enabled(channel: str) -> bool:

@@ -110,10 +110,15 @@ def train(system: str, steps: int, batch: int, log_every: int) -> dict[str, Any]
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m autograd_compile demo")
-    ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--systems", default="eager,compiled,compiled-pure")
+    ap = argparse.ArgumentParser(prog="python -m autograd_compile demo",
+                                 description="Train a classifier with a tensor hook and module "
+                                             "hooks, eagerly and with compiled backward; print "
+                                             "the throughput of each.")
+    ap.add_argument("--steps", type=int, default=200, help="training steps per system")
+    ap.add_argument("--batch", type=int, default=64, help="batch size")
+    ap.add_argument("--systems", default="eager,compiled,compiled-pure",
+                    help="comma-separated: eager, compiled (jax backend, hooks called from the "
+                         "program), compiled-pure (hooks traced in)")
     ap.add_argument("--model", choices=["mlp", "gpt", "cnn"], default="mlp",
                     help="mlp: the classifier above (default); gpt, cnn: the example programs")
     args = ap.parse_args(argv)

@@ -89,7 +89,10 @@ def _names(value: str, allowed: tuple[str, ...], what: str) -> list[str]:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m autograd_compile bench",
-                                 description="Backward-only throughput, systems side by side.")
+                                 description="Benchmarks, systems side by side in one process: the backward "
+                                             "group (backward only), the step group (forward + "
+                                             "backward + optimizer) and the ops group (eager "
+                                             "per-op cost).")
     ap.add_argument("--group", default=",".join(GROUPS),
                     type=lambda v: _names(v, GROUPS, "group"),
                     help=f"comma-separated, default all: {','.join(GROUPS)}")
@@ -150,8 +153,33 @@ def resolve_device(kind: str) -> jax.Device:
     return devices[0]
 
 
+class _NoBar:
+    """Stands in for tqdm when it is not installed."""
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_description(self, desc: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "_NoBar":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
 def _progress(total: int, disable: bool) -> Any:
-    from tqdm import tqdm
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        if not disable:
+            print("bench: no progress bar: tqdm is not installed "
+                  "(pip install 'autograd-compile[bench]' adds it)", file=sys.stderr)
+        return _NoBar()
     return tqdm(total=total, unit="bwd", desc="bench", disable=disable, file=sys.stderr,
                 dynamic_ncols=True)
 
@@ -204,6 +232,10 @@ def _passive_omp() -> None:
 def main(argv: list[str]) -> int:
     """Run the suite (or the XLA trap study); print, write JSON and plot; 1 on failures."""
     args = parse_args(argv)
+    if args.plot and not _has_matplotlib():  # said before a long run, not after it
+        print("bench: --plot needs matplotlib, which is not installed (pip install "
+              "'autograd-compile[bench]' adds it); running without the PNG", file=sys.stderr)
+        args.plot = None
     _passive_omp()
     try:
         device = resolve_device(args.device)
@@ -229,7 +261,17 @@ def main(argv: list[str]) -> int:
     _output_step(args, steps, step_skipped, step_sweep)
     if args.plot and (results or steps):
         report.plot(results, args.plot, steps)
+    elif args.plot:
+        print("bench: no plot: nothing was measured for it", file=sys.stderr)
     return 1 if failures else 0
+
+
+def _has_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _run_step_group(args: argparse.Namespace, device: jax.Device) -> tuple[

@@ -104,7 +104,10 @@ def test_corrupt_and_foreign_files_raise_naming_the_file(tmp_path):
     cases = {"truncated": raw[: len(raw) // 2], "garbage": b"not a checkpoint at all",
              "empty": b""}
     flipped = bytearray(raw)
-    flipped[raw.index(b"data/0") + 40] ^= 0xFF  # inside the tensor's bytes: the CRC catches it
+    with zipfile.ZipFile(io.BytesIO(raw)) as zf:
+        info = zf.getinfo("archive/data/0")
+    data_at = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    flipped[data_at + 40] ^= 0xFF  # inside the tensor's bytes: the CRC catches it
     cases["flipped"] = bytes(flipped)
     for name, data in cases.items():
         path = tmp_path / f"{name}.acg"
@@ -113,8 +116,8 @@ def test_corrupt_and_foreign_files_raise_naming_the_file(tmp_path):
             acg.load(path)
     pickled = tmp_path / "torch.pt"
     with zipfile.ZipFile(pickled, "w") as zf:
-        zf.writestr("archive/data.pkl", b"\x80\x02")
-    with pytest.raises(RuntimeError, match="PyTorch pickle checkpoint"):
+        zf.writestr("archive/data.pkl", b"\x80\x02")  # a PyTorch archive cut short
+    with pytest.raises(RuntimeError, match="torch.pt is not a valid autograd_compile or PyTorch"):
         acg.load(pickled)
     with pytest.raises(FileNotFoundError):
         acg.load(tmp_path / "missing.acg")

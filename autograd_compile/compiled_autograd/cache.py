@@ -16,7 +16,7 @@ from ..autograd import engine
 from ..autograd.engine import GraphTask, NodeHooks
 from ..autograd.derivatives import OpNode
 from ..autograd.node import AccumulateGrad, Node
-from . import fastpath
+from . import explain, fastpath
 from .capture import AutogradCompilerInstance, CacheEntry
 from .collect import CacheKey, Collector, NotCapturable, memo_of, visit_node
 from ..dispatch.keys import TLS
@@ -150,7 +150,8 @@ def _lookup(c: Collected) -> CacheEntry | None:
     entries = _CACHE.get(c.key)
     if entries is None:
         if config.log_enabled("compiled_autograd_verbose"):
-            log.debug("cache miss: %s", _why_new(c.key))
+            log.debug("cache miss: %s", explain.why_new(
+                c.key.items, [k.items for k in _CACHE], c.col.leaves))
         return None
     _CACHE.move_to_end(c.key)
     for entry in entries:
@@ -169,18 +170,6 @@ def _seen(c: Collected) -> tuple[tuple[int, ...], ...]:
         if isinstance(e, CacheEntry):
             seen.update(dict.fromkeys(s for s in e.sizes.seen if len(s) == n))
     return tuple(seen)[:_SEEN_LIMIT]
-
-
-def _why_new(new: CacheKey) -> str:
-    best, best_len, key = None, -1, new.items
-    for old in (k.items for k in _CACHE):
-        n = next((i for i, (a, b) in enumerate(zip(old, key)) if a != b), min(len(old), len(key)))
-        if n > best_len:
-            best, best_len = old, n
-    if best is None:
-        return "first graph"
-    return (f"key differs at item {best_len}: cached {best[best_len:best_len + 2]!r}, "
-            f"new {key[best_len:best_len + 2]!r}")
 
 
 def _insert(c: Collected, entry: CacheEntry) -> None:

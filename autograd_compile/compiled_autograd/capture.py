@@ -24,6 +24,7 @@ from ..autograd.engine import GraphTask, check_hook_result, validate_outputs
 from ..autograd.function import BackwardCFunction
 from ..autograd.node import AccumulateGrad, GraphRoot, Node, TensorMeta
 from ..autograd.saved import UNPACK_OVERRIDE, SavedVariable
+from . import explain
 from .collect import Collector, NotCapturable, visit_node
 from .runtime import (accumulate_grad, call_post_acc_hook, call_post_hook,
                                call_pre_hook, call_stolen_post_hook, call_tensor_pre_hook,
@@ -92,6 +93,7 @@ class SizeGuards:
         self.const_of, self.const_vals = picker(consts), tuple(hints[i] for i in consts)
         dups = [i for i, r in enumerate(reps) if r >= 0 and r != i]  # duck-sized duplicates
         self.dup_of, self.rep_of = picker(dups), picker([reps[i] for i in dups])
+        self.dups, self.reps = dups, reps  # for the miss explanation
         self.sym_rep = sorted({r for r in reps if r >= 0})  # one slot per symbol, in order
         self.symbol_values = picker(self.sym_rep)
         self.shape_env, self.symbols = shape_env, symbols
@@ -114,7 +116,7 @@ class SizeGuards:
         if self.const_of(sizes) != self.const_vals:
             return "a size specialised to 0 or 1 changed"
         if self.dup_of(sizes) != self.rep_of(sizes):
-            return "sizes that were equal at capture now differ"
+            return explain.sizes_differ(sizes, self.dups, [self.reps[i] for i in self.dups])
         values = self.symbol_values(sizes)
         if values and min(values) < 2:
             return "a symbolic size became 0 or 1 (those sizes are specialised)"
