@@ -35,7 +35,7 @@ def synchronize(device: Any = None) -> None:
 def __getattr__(name: str) -> Any:
     """``acg.cpu.amp`` (imported on first use: amp needs the whole package)."""
     if name == "amp":
-        from .amp import cpu_amp
+        from ..amp import cpu_amp
         return cpu_amp
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -57,7 +57,7 @@ def synchronize(device: Any = None) -> None:
 def __getattr__(name: str) -> Any:
     """``acg.cuda.amp`` (imported on first use: amp needs the whole package)."""
     if name == "amp":
-        from .amp import cuda_amp
+        from ..amp import cuda_amp
         return cuda_amp
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
