@@ -28,6 +28,7 @@ class SymDispatchMode:
     ...     def __sym_dispatch__(self, func, types, args, kwargs):
     ...         print(func.__name__, args)
     ...         return func(*args, **kwargs)
+    >>> from autograd_compile.tracing.shape_env import ShapeEnv
     >>> s = ShapeEnv().create_symint(4)
     >>> with Log():
     ...     r = 3 * s
@@ -99,6 +100,7 @@ class SymProxyTracker:
     Keys are held weakly (by identity), so a dropped ``SymInt`` frees its
     entry; owning the tracker from the tracer frees everything with it.
 
+    >>> from autograd_compile.tracing.shape_env import ShapeEnv
     >>> s = ShapeEnv().create_symint(4)
     >>> tracker = SymProxyTracker(); tracker.set(s, "size_0")
     >>> tracker.get(s), s in tracker, len(tracker)

@@ -110,6 +110,7 @@ class SymInt(_SymNumber):
     ``int(s)``/``operator.index(s)`` specialise (guard ``expr == hint``);
     ``bool(s)`` guards ``expr != 0``.  Constant results are plain ints.
 
+    >>> from autograd_compile.tracing.shape_env import ShapeEnv
     >>> env = ShapeEnv(); s = env.create_symint(10)
     >>> (s + 2) * 3, s // 4, sym_max(s, 12), s * 0, s ** 2 - s * s
     (3*s0 + 6, floor(s0/4), Max(12, s0), 0, 0)
@@ -123,6 +124,7 @@ class SymInt(_SymNumber):
 class SymFloat(_SymNumber):
     """A symbolic float, e.g. from ``s0 / 2``; ``float(f)`` guards its value.
 
+    >>> from autograd_compile.tracing.shape_env import ShapeEnv
     >>> s = ShapeEnv().create_symint(3)
     >>> s / 2, hint_int(s) / 2, float(s / 2)
     (s0/2, 1.5, 1.5)
@@ -134,6 +136,7 @@ class SymFloat(_SymNumber):
 class SymBool(_SymBase):
     """A symbolic boolean; ``bool(b)`` decides via the hint and records a guard.
 
+    >>> from autograd_compile.tracing.shape_env import ShapeEnv
     >>> env = ShapeEnv(); s = env.create_symint(5)
     >>> b = (s > 3) & (s < 9)
     >>> b, bool(b), env.format_guards()
@@ -172,6 +175,7 @@ def sym_int(x: Any) -> int | SymInt:
 
     A ``SymFloat`` guards only on its sign (to pick floor or ceiling).
 
+    >>> from autograd_compile.tracing.shape_env import ShapeEnv
     >>> s = ShapeEnv().create_symint(7)
     >>> sym_int(s / 2), sym_int(s), sym_int(-2.5)
     (floor(s0/2), s0, -2)
