@@ -16,3 +16,5 @@ from . import index_reduce, rearrange, search  # noqa: F401
 __all__ = ["factories", "elementwise", "indexing", "reductions", "shape", "linalg", "nn",
            "attention", "conv", "losses", "random", "sorting",
            "index_reduce", "rearrange", "search"]
+# distributions (wt/dist): special functions, Cholesky/triangular solve and samplers, dist_* names
+from . import special_dist  # noqa: F401,E402
