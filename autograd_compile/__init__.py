@@ -49,3 +49,5 @@ from . import aot  # noqa: E402
 from .aot import compile  # noqa: E402,A001  (torch.compile's analog shadows the builtin here)
 from . import amp, cpu  # noqa: E402  (mixed precision: acg.amp, acg.cuda.amp, acg.cpu.amp)
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
+# distributions (wt/dist): torch.distributions
+from . import distributions  # noqa: E402

@@ -26,7 +26,7 @@ import jax.scipy.special as jsp
 
 from autograd_compile.fake import TensorMeta
 
-from ._defop import NONDIFF, defop, reduce_grad, same_shape, unary, wants
+from ._defop import NONDIFF, binary, defop, reduce_grad, same_shape, unary, wants
 from ._dtypes import is_float, to_float
 from ._shapes import broadcast_shapes
 
@@ -191,3 +191,18 @@ def _von_mises(loc: Any, k: Any, key: Any) -> Any:
 dist_von_mises_sample = defop(
     "dist_von_mises_sample(Tensor loc, Tensor concentration, Tensor key) -> Tensor", _von_mises,
     shape=lambda loc, k, key: TensorMeta(tuple(k.shape), loc.dtype), backward=NONDIFF)
+
+
+def _gammainc_backward(g: Any, a: Any, x: Any, out: Any) -> tuple:
+    """d/dx P(a, x) = x^(a-1) e^-x / Gamma(a); the gradient in ``a`` is not provided (as
+    in PyTorch, which raises for it)."""
+    if wants(a):
+        raise NotImplementedError("dist_gammainc: the derivative with respect to the "
+                                  "concentration is not implemented (as in PyTorch)")
+    dens = ((a - 1) * x.log() - x - dist_lgamma(a)).exp()
+    return None, reduce_grad(g * dens, x)
+
+
+# the regularised lower incomplete gamma function P(a, x) (Gamma.cdf)
+dist_gammainc = binary("dist_gammainc", jsp.gammainc, _gammainc_backward, out="float",
+                       other="x", save=("self", "x"))
