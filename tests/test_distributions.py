@@ -51,6 +51,21 @@ class Case:
     def pair(self) -> tuple:
         return self.build(AD, T_acg), self.build(TD, T_torch)
 
+    def leaves(self, lib: str, override: dict | None = None) -> tuple:
+        """(distribution, its tensor parameters as leaves requiring grad); ``override``
+        replaces parameter k's array (finite differences)."""
+        made: list = []
+
+        def T(x: Any, dtype: Any = None) -> Any:
+            arr = np.asarray(x, dtype=dtype or np.float64)
+            if override and len(made) in override:
+                arr = override[len(made)]
+            t = (acg.tensor(arr, requires_grad=True) if lib == "acg"
+                 else torch.tensor(arr, requires_grad=True))
+            made.append(t)
+            return t
+        return self.build(AD if lib == "acg" else TD, T), made
+
 
 V2 = [0.3, -1.0]
 P2 = [1.2, 0.5]
@@ -177,3 +192,96 @@ def test_shapes_density_and_moments(case: Case) -> None:
         close(ours.icdf(acg.tensor(q.numpy())), expected, rtol=case.rtol)
     elif not case.icdf:  # torch's icdf is unusable here: cdf(icdf(q)) == q is the oracle
         close(ours.cdf(ours.icdf(acg.tensor(q.numpy()))), q, rtol=case.rtol)
+
+
+def _np_dtype(t: Any) -> str:
+    return str(t.dtype).replace("torch.", "").replace("acg.", "")
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_sample_shapes_support_and_expand(case: Case) -> None:
+    """sample/rsample shapes and dtypes with a sample_shape, draws inside the support (by
+    torch's own check), expand like torch's, and seeded draws repeatable."""
+    ours, theirs = case.pair()
+    acg.manual_seed(3)
+    draw = ours.sample((2,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = theirs.sample((2,))
+    assert tuple(draw.shape) == tuple(ref.shape)
+    assert _np_dtype(draw) == _np_dtype(ref)
+    assert not draw.requires_grad
+    assert bool(theirs.support.check(torch.tensor(to_np(draw))).all())
+    assert bool(ours.support.check(draw).all())
+    acg.manual_seed(3)
+    np.testing.assert_array_equal(to_np(ours.sample((2,))), to_np(draw))
+    if ours.has_rsample:
+        assert tuple(ours.rsample((4, 1)).shape) == (4, 1) + tuple(ref.shape[1:])
+    batch = (3,) + tuple(ours.batch_shape)
+    big, big_t = ours.expand(batch), theirs.expand(batch)
+    assert tuple(big.batch_shape) == tuple(big_t.batch_shape)
+    assert tuple(big.event_shape) == tuple(big_t.event_shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert tuple(big.sample().shape) == tuple(big_t.sample().shape)
+    value = torch_value(case, theirs)
+    close(big.log_prob(acg.tensor(value.numpy())), big_t.log_prob(value), rtol=case.rtol)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_constraints(case: Case) -> None:
+    """arg_constraints (names, kinds, the check of each parameter) and support (kind,
+    is_discrete, event_dim) as torch's."""
+    ours, theirs = case.pair()
+    assert set(ours.arg_constraints) == set(theirs.arg_constraints)
+    for name, c_t in theirs.arg_constraints.items():
+        c = ours.arg_constraints[name]
+        assert type(c).__name__ == type(c_t).__name__
+        if TD.constraints.is_dependent(c_t) or name not in theirs.__dict__:
+            continue
+        assert AD.constraints.is_dependent(c) is False
+        np.testing.assert_array_equal(to_np(c.check(getattr(ours, name))),
+                                      to_np(c_t.check(getattr(theirs, name))))
+    sup, sup_t = ours.support, theirs.support
+    assert type(sup).__name__ == type(sup_t).__name__
+    assert sup.is_discrete == sup_t.is_discrete
+    assert sup.event_dim == sup_t.event_dim
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_enumerate_support(case: Case) -> None:
+    ours, theirs = case.pair()
+    expected, err = attempt(theirs.enumerate_support)
+    if err is not None:
+        with pytest.raises(NotImplementedError):
+            ours.enumerate_support()
+        return
+    for expand in (True, False):
+        close(ours.enumerate_support(expand), theirs.enumerate_support(expand))
+
+
+GRAD_CASES = [c for c in CASES if c.name not in ("Normal-scalar", "Multinomial", "LKJCholesky")]
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=[c.name for c in GRAD_CASES])
+def test_log_prob_entropy_gradients(case: Case, mode: Any) -> None:
+    """d(log_prob(value) + entropy) / d(parameters) equals torch's autograd, each mode."""
+    ours, leaves = case.leaves("acg")
+    theirs, leaves_t = case.leaves("torch")
+    value = torch_value(case, theirs)
+    loss_t = theirs.log_prob(value).sum()
+    loss = ours.log_prob(acg.tensor(value.numpy())).sum()
+    entropy_t, err = attempt(theirs.entropy)
+    if err is None:
+        loss_t = loss_t + entropy_t.sum()
+        loss = loss + ours.entropy().sum()
+    # torch's Gamma-based densities have no gradient in the discrete count parameter
+    wanted = [i for i, t in enumerate(leaves_t) if t.dtype.is_floating_point]
+    grads_t = torch.autograd.grad(loss_t, [leaves_t[i] for i in wanted], allow_unused=True)
+    with mode():
+        loss.backward()
+    for i, g_t in zip(wanted, grads_t):
+        if g_t is None:
+            assert leaves[i].grad is None or not to_np(leaves[i].grad).any()
+        else:
+            close(leaves[i].grad, g_t, rtol=max(case.rtol, 1e-5), atol=1e-6)

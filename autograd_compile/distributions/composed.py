@@ -144,6 +144,12 @@ class TransformedDistribution(Distribution):
         for t in reversed(self.transforms):
             shape = tuple(t.inverse_shape(shape))
         base_batch = shape[:len(shape) - len(self.base_dist.event_shape)]
+        old = tuple(self.batch_shape)
+        for name, value in self.__dict__.items():
+            # a subclass's own parameters (Gumbel's loc ...) follow the new batch shape
+            if isinstance(value, Tensor) and tuple(value.shape[:len(old)]) == old:
+                value = value.expand(tuple(batch_shape) + tuple(value.shape[len(old):]))
+            new.__dict__.setdefault(name, value)
         new.base_dist = self.base_dist.expand(base_batch)
         new.transforms = self.transforms
         Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)

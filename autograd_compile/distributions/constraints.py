@@ -119,7 +119,7 @@ class _IndependentConstraint(Constraint):
         return f"IndependentConstraint({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
 
 
-class _MixtureSameFamilyConstraint(Constraint):
+class MixtureSameFamilyConstraint(Constraint):
     """The component distribution's support, checked per mixture component."""
 
     def __init__(self, base_constraint: Constraint) -> None:
@@ -135,6 +135,9 @@ class _MixtureSameFamilyConstraint(Constraint):
 
     def check(self, value: Any) -> Any:
         return self.base_constraint.check(value)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.base_constraint!r})"
 
 
 class _Boolean(Constraint):
@@ -390,7 +393,6 @@ class _Stack(Constraint):
 dependent = _Dependent()
 dependent_property = _DependentProperty
 independent = _IndependentConstraint
-MixtureSameFamilyConstraint = _MixtureSameFamilyConstraint
 boolean = _Boolean()
 one_hot = _OneHot()
 nonnegative_integer = _IntegerGreaterThan(0)

@@ -114,15 +114,17 @@ class Normal(ExponentialFamily, _Validating):
 class Uniform(_Validating):
     """Uniform on the half-open interval ``[low, high)``."""
 
-    arg_constraints = {"low": constraints.dependent(is_discrete=False, event_dim=0),
-                       "high": constraints.dependent(is_discrete=False, event_dim=0)}
     has_rsample = True
+
+    @property
+    def arg_constraints(self) -> dict:  # type: ignore[override]
+        """Each bound constrained by the other (PyTorch's: low < high)."""
+        return {"low": constraints.less_than(self.high),
+                "high": constraints.greater_than(self.low)}
 
     def __init__(self, low: Any, high: Any, validate_args: bool | None = None) -> None:
         self.low, self.high = broadcast_all(low, high)
         super().__init__(self.low.shape, validate_args=validate_args)
-        if self._validate_args and not bool((self.low < self.high).all()):
-            raise ValueError("Uniform is not defined when low>= high")
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self) -> Any:

@@ -89,7 +89,9 @@ class Distribution:
         batch_shape = acg.Size(batch_shape)
         old = len(self.batch_shape)
         for name, value in self.__dict__.items():
-            if isinstance(value, Tensor) and value.dim() >= old:
+            # a tensor led by the batch dims (parameters and derived values) is expanded;
+            # others (a shared temperature ...) are kept as they are
+            if isinstance(value, Tensor) and tuple(value.shape[:old]) == tuple(self.batch_shape):
                 value = value.expand(tuple(batch_shape) + tuple(value.shape[old:]))
             elif isinstance(value, Distribution):
                 value = value.expand(tuple(batch_shape) + tuple(value.batch_shape[old:]))

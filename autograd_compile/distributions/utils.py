@@ -128,8 +128,9 @@ def diag_embed(v: Tensor) -> Tensor:
 def xlogy(x: Any, y: Tensor) -> Tensor:
     """``x * log(y)``, 0 where x == 0 (also for y == 0)."""
     x = as_float(x, y)
-    safe = acg.where(x == 0, acg.ones_like(y), y)
-    return acg.where(x == 0, acg.zeros_like(y), x * safe.log())
+    # only 0 * log(0) is patched: the gradient in x stays log(y) at x == 0 (as PyTorch's)
+    safe = acg.where((x == 0) & (y == 0), acg.ones_like(y), y)
+    return x * safe.log()
 
 
 def lbeta(a: Tensor, b: Tensor) -> Tensor:
