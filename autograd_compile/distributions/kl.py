@@ -27,7 +27,7 @@ from .distribution import Distribution, ExponentialFamily
 from .multivariate import Dirichlet, LowRankMultivariateNormal, MultivariateNormal
 from .transformed import Gumbel, HalfNormal, Pareto
 from .transforms import _sum_rightmost
-from .utils import digamma, lgamma, solve_triangular
+from .utils import broadcast_shapes, digamma, lgamma, solve_triangular
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -267,10 +267,10 @@ def _kl_mvn_mvn(p: Distribution, q: Distribution) -> Tensor:
     eye = acg.eye(lp.shape[-1], dtype=lp.dtype)
     half_log_det = ((lq * eye).sum(-1).log().sum(-1) - (lp * eye).sum(-1).log().sum(-1))
     n = p.event_shape[0]
-    shape = tuple(acg.broadcast_shapes(tuple(lp.shape), tuple(lq.shape)))
+    shape = tuple(broadcast_shapes(tuple(lp.shape), tuple(lq.shape)))
     frob = solve_triangular(lq.expand(shape), lp.expand(shape)).pow(2).sum((-2, -1))
     diff = (q.loc - p.loc).unsqueeze(-1)
-    shape_m = tuple(acg.broadcast_shapes(tuple(lq.shape[:-2]), tuple(diff.shape[:-2])))
+    shape_m = tuple(broadcast_shapes(tuple(lq.shape[:-2]), tuple(diff.shape[:-2])))
     maha = solve_triangular(lq.expand(shape_m + tuple(lq.shape[-2:])),
                             diff.expand(shape_m + tuple(diff.shape[-2:]))).pow(2).sum((-2, -1))
     return half_log_det + 0.5 * (frob + maha - n)
