@@ -462,3 +462,116 @@ def test_kl_gradient_and_registry(mode: Any) -> None:
     close(AD.kl_divergence(AD.Normal(0.0, 1.0), MyNormal(1.0, 1.0)), 0.5)
     with pytest.raises(TypeError):
         AD.register_kl(int, AD.Normal)
+
+
+def _psd(D: Any) -> Any:
+    return D.PositiveDefiniteTransform()
+
+
+TRANSFORMS = {
+    # name: (build(D, T), an input in the domain)
+    "Exp": (lambda D, T: D.ExpTransform(), [[0.3, -1.2], [2.0, 0.1]]),
+    "Power": (lambda D, T: D.PowerTransform(T([2.0, 0.5])), [[0.3, 1.2], [2.0, 0.1]]),
+    "Sigmoid": (lambda D, T: D.SigmoidTransform(), [[0.3, -1.2], [2.0, 0.1]]),
+    "Softplus": (lambda D, T: D.SoftplusTransform(), [[0.3, -1.2], [2.0, 0.1]]),
+    "Tanh": (lambda D, T: D.TanhTransform(), [[0.3, -1.2], [2.0, 0.1]]),
+    "Abs": (lambda D, T: D.AbsTransform(), [[0.3, -1.2], [2.0, 0.1]]),
+    "Affine": (lambda D, T: D.AffineTransform(T([1.0, -2.0]), T([0.5, -3.0])),
+               [[0.3, -1.2], [2.0, 0.1]]),
+    "Affine-event": (lambda D, T: D.AffineTransform(1.0, T([0.5, -3.0]), event_dim=1),
+                     [[0.3, -1.2], [2.0, 0.1]]),
+    "Softmax": (lambda D, T: D.SoftmaxTransform(), [[0.3, -1.2, 0.5], [2.0, 0.1, 0.0]]),
+    "StickBreaking": (lambda D, T: D.StickBreakingTransform(), [[0.3, -1.2], [2.0, 0.1]]),
+    "LowerCholesky": (lambda D, T: D.LowerCholeskyTransform(), [[0.3, -1.2], [2.0, 0.1]]),
+    "PositiveDefinite": (lambda D, T: _psd(D), [[0.3, -1.2], [2.0, 0.1]]),
+    "CorrCholesky": (lambda D, T: D.CorrCholeskyTransform(), [[0.3, -1.2, 0.5], [2.0, 0.1, 0.0]]),
+    "Compose": (lambda D, T: D.ComposeTransform([D.ExpTransform(), D.AffineTransform(1.0, 2.0)]),
+                [[0.3, -1.2], [2.0, 0.1]]),
+    "Independent": (lambda D, T: D.IndependentTransform(D.ExpTransform(), 1),
+                    [[0.3, -1.2], [2.0, 0.1]]),
+    "Reshape": (lambda D, T: D.ReshapeTransform((2,), (2, 1)), [[0.3, -1.2], [2.0, 0.1]]),
+    "Cat": (lambda D, T: D.CatTransform([D.ExpTransform(), D.AffineTransform(1.0, 2.0)], 1, [1, 1]),
+            [[0.3, -1.2], [2.0, 0.1]]),
+    "Stack": (lambda D, T: D.StackTransform([D.ExpTransform(), D.SigmoidTransform()], 1),
+              [[0.3, -1.2], [2.0, 0.1]]),
+    "CumulativeDistribution": (lambda D, T: D.CumulativeDistributionTransform(
+        D.Normal(T([0.5, 0.0]), T([1.0, 2.0]))), [[0.3, -1.2], [2.0, 0.1]]),
+    "Identity": (lambda D, T: D.identity_transform, [[0.3, -1.2], [2.0, 0.1]]),
+    "Inverse": (lambda D, T: D.ExpTransform().inv, [[0.3, 1.2], [2.0, 0.1]]),
+}
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMS))
+def test_transforms(name: str) -> None:
+    """forward, inverse, log_abs_det_jacobian, shapes, bijective/sign and domain/codomain
+    as torch's."""
+    make, x = TRANSFORMS[name]
+    t, t_t = make(AD, T_acg), make(TD, T_torch)
+    xa, xt = T_acg(x), T_torch(x)
+    y, y_t = t(xa), t_t(xt)
+    close(y, y_t)
+    close(t.inv(acg.tensor(y_t.numpy())), t_t.inv(y_t))
+    assert t.bijective == t_t.bijective
+    assert t.domain.event_dim == t_t.domain.event_dim
+    assert t.codomain.event_dim == t_t.codomain.event_dim
+    assert tuple(t.forward_shape(xa.shape)) == tuple(t_t.forward_shape(xt.shape))
+    assert tuple(t.inverse_shape(y.shape)) == tuple(t_t.inverse_shape(y_t.shape))
+    sign, err = attempt(lambda: t_t.sign)
+    if err is None and isinstance(sign, int):
+        assert t.sign == sign
+    ladj, err = attempt(lambda: t_t.log_abs_det_jacobian(xt, y_t))
+    if err is None:
+        close(t.log_abs_det_jacobian(xa, y), ladj)
+    else:
+        with pytest.raises(NotImplementedError):
+            t.log_abs_det_jacobian(xa, y)
+
+
+def test_transform_cache_and_equality() -> None:
+    t = AD.ExpTransform(cache_size=1)
+    x = T_acg([0.5])
+    y = t(x)
+    assert t.inv(y) is x
+    assert AD.ExpTransform() == AD.ExpTransform() and AD.ExpTransform() != AD.TanhTransform()
+    assert AD.ExpTransform().inv.inv == AD.ExpTransform()
+    with pytest.raises(ValueError):
+        AD.ExpTransform(cache_size=2)
+
+
+CONSTRAINTS = {
+    "real": lambda C: C.real, "positive": lambda C: C.positive,
+    "nonnegative": lambda C: C.nonnegative, "greater_than": lambda C: C.greater_than(1.5),
+    "greater_than_eq": lambda C: C.greater_than_eq(-1.0), "less_than": lambda C: C.less_than(2.0),
+    "unit_interval": lambda C: C.unit_interval, "interval": lambda C: C.interval(-1.0, 3.0),
+    "half_open_interval": lambda C: C.half_open_interval(-1.0, 3.0),
+    "simplex": lambda C: C.simplex, "real_vector": lambda C: C.real_vector,
+    "independent": lambda C: C.independent(C.positive, 1),
+    "corr_cholesky": lambda C: C.corr_cholesky, "lower_cholesky": lambda C: C.lower_cholesky,
+    "positive_definite": lambda C: C.positive_definite,
+    "cat": lambda C: C.cat([C.positive, C.real], 1, [1, 2]),
+    "stack": lambda C: C.stack([C.positive, C.unit_interval, C.real], 1),
+}
+
+
+@pytest.mark.parametrize("name", list(CONSTRAINTS))
+@pytest.mark.parametrize("registry", ["biject_to", "transform_to"])
+def test_biject_to_transform_to(name: str, registry: str) -> None:
+    """The registered transform for each constraint, applied to an unconstrained input,
+    equals torch's and lands in the constraint (torch's check); unregistered ones raise
+    NotImplementedError as torch's."""
+    c, c_t = CONSTRAINTS[name](AD.constraints), CONSTRAINTS[name](TD.constraints)
+    reg, reg_t = getattr(AD, registry), getattr(TD, registry)
+    t_t, err = attempt(lambda: reg_t(c_t))
+    if err is not None:
+        with pytest.raises(NotImplementedError):
+            reg(c)
+        return
+    t = reg(c)
+    assert type(t).__name__ == type(t_t).__name__
+    x = np.array([[0.3, -1.2, 0.5], [2.0, 0.1, -0.4]])
+    if name in ("lower_cholesky", "positive_definite"):
+        x = np.array([[[0.3, -1.2], [0.5, 2.0]]])
+    y, y_t = t(T_acg(x)), t_t(T_torch(x))
+    close(y, y_t)
+    assert bool(c_t.check(torch.tensor(to_np(y))).all())
+    close(c.check(y), c_t.check(y_t))
