@@ -575,3 +575,80 @@ def test_biject_to_transform_to(name: str, registry: str) -> None:
     close(y, y_t)
     assert bool(c_t.check(torch.tensor(to_np(y))).all())
     close(c.check(y), c_t.check(y_t))
+
+
+BAD_ARGS = {
+    # name: build(D, T) that must fail validation at construction
+    "Normal-scale": lambda D, T: D.Normal(T([0.0]), T([-1.0])),
+    "Bernoulli-probs": lambda D, T: D.Bernoulli(T([1.5])),
+    "Categorical-probs": lambda D, T: D.Categorical(T([[0.5, -0.1, 0.6]])),
+    "Uniform-bounds": lambda D, T: D.Uniform(T([1.0]), T([0.0])),
+    "Gamma-concentration": lambda D, T: D.Gamma(T([-2.0]), T([1.0])),
+    "Beta-concentration": lambda D, T: D.Beta(T([0.0]), T([1.0])),
+    "Dirichlet": lambda D, T: D.Dirichlet(T([1.0, -1.0])),
+    "Poisson": lambda D, T: D.Poisson(T([-1.0])),
+    "Binomial-count": lambda D, T: D.Binomial(T([2.5]), T([0.5])),
+    "MultivariateNormal": lambda D, T: D.MultivariateNormal(T([0.0, 0.0]),
+                                                            scale_tril=T([[1.0, 0.0], [0.0, -1.0]])),
+}
+
+
+def _message_head(e: BaseException) -> str:
+    """The error text before the offending values are printed (tensor formatting aside)."""
+    return str(e).split(" of distribution")[0].split(", but found")[0]
+
+
+@pytest.mark.parametrize("name", list(BAD_ARGS))
+def test_validate_args_parameters(name: str) -> None:
+    """An invalid parameter raises torch's ValueError, naming the parameter, its shape and
+    the constraint; validate_args=False skips the check."""
+    make = BAD_ARGS[name]
+    with pytest.raises(ValueError) as info_t:
+        make(TD, lambda x: T_torch(x))
+    with pytest.raises(ValueError) as info:
+        make(AD, lambda x: T_acg(x))
+    assert _message_head(info.value) == _message_head(info_t.value)
+    assert str(info.value).split("constraint ")[-1].split(",")[0] == \
+        str(info_t.value).split("constraint ")[-1].split(",")[0]
+    AD.Distribution.set_default_validate_args(False)
+    try:
+        make(AD, lambda x: T_acg(x))
+    finally:
+        AD.Distribution.set_default_validate_args(True)
+
+
+SAMPLE_ERRORS = {
+    "outside-support": (lambda D, T: D.Exponential(T([1.0, 2.0])), [-1.0, 0.5]),
+    "not-integer": (lambda D, T: D.Poisson(T([1.0, 2.0])), [1.5, 2.0]),
+    "event-shape": (lambda D, T: D.Dirichlet(T([1.0, 2.0, 1.0])), [0.5, 0.5]),
+    "broadcast": (lambda D, T: D.Normal(T([0.0, 1.0]), T([1.0, 1.0])), [0.0, 1.0, 2.0]),
+    "simplex": (lambda D, T: D.Dirichlet(T([1.0, 2.0, 1.0])), [0.5, 0.4, 0.3]),
+    "unit-interval": (lambda D, T: D.Beta(T([1.0]), T([2.0])), [1.5]),
+}
+
+
+@pytest.mark.parametrize("name", list(SAMPLE_ERRORS))
+def test_validate_args_log_prob(name: str) -> None:
+    """log_prob of a value of the wrong shape or outside the support raises torch's error."""
+    make, value = SAMPLE_ERRORS[name]
+    with pytest.raises(ValueError) as info_t:
+        make(TD, T_torch).log_prob(T_torch(value))
+    with pytest.raises(ValueError) as info:
+        make(AD, T_acg).log_prob(T_acg(value))
+    text, text_t = str(info.value), str(info_t.value).replace("torch.Size", "acg.Size")
+    assert text.split(", but found")[0] == text_t.split(", but found")[0]
+
+
+def test_validate_args_other_errors() -> None:
+    """Constructor errors that are not constraint checks, with torch's types and texts."""
+    for make in (lambda D, T: D.Categorical(), lambda D, T: D.Bernoulli(T([0.5]), T([0.1]))):
+        with pytest.raises(ValueError) as info_t:
+            make(TD, T_torch)
+        with pytest.raises(ValueError) as info:
+            make(AD, T_acg)
+        assert str(info.value) == str(info_t.value)
+    with pytest.raises(ValueError) as info_t:
+        TD.Independent(TD.Normal(0.0, 1.0), 1)
+    with pytest.raises(ValueError) as info:
+        AD.Independent(AD.Normal(0.0, 1.0), 1)
+    assert str(info.value) == str(info_t.value)

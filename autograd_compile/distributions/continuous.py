@@ -389,14 +389,19 @@ class Beta(ExponentialFamily, _Validating):
 
     def __init__(self, concentration1: Any, concentration0: Any,
                  validate_args: bool | None = None) -> None:
-        self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
-        super().__init__(self.concentration1.shape, validate_args=validate_args)
+        from .multivariate import Dirichlet
+        c1, c0 = broadcast_all(concentration1, concentration0)
+        # a two-category Dirichlet holds the parameters (and checks them first, as PyTorch's)
+        self._dirichlet = Dirichlet(acg.stack([c1, c0], -1), validate_args=validate_args)
+        super().__init__(self._dirichlet.batch_shape, validate_args=validate_args)
 
     @property
-    def _dirichlet(self) -> Distribution:
-        from .multivariate import Dirichlet
-        return Dirichlet(acg.stack([self.concentration1, self.concentration0], -1),
-                         validate_args=False)
+    def concentration1(self) -> Tensor:
+        return self._dirichlet.concentration[..., 0]
+
+    @property
+    def concentration0(self) -> Tensor:
+        return self._dirichlet.concentration[..., 1]
 
     @property
     def mean(self) -> Tensor:

@@ -171,8 +171,9 @@ class Distribution:
         start = value.dim() - len(self._event_shape)
         if tuple(value.shape[start:]) != tuple(self._event_shape):
             raise ValueError(f"The right-most size of value must match event_shape: "
-                             f"{value.size()} vs {self._event_shape}.")
-        actual, expected = value.size(), self._batch_shape + self._event_shape
+                             f"{acg.Size(value.shape)} vs {self._event_shape}.")
+        actual = acg.Size(value.shape)
+        expected = acg.Size(tuple(self._batch_shape) + tuple(self._event_shape))
         for i, j in zip(reversed(actual), reversed(expected)):
             if i != 1 and j != 1 and i != j:
                 raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: "
@@ -191,7 +192,7 @@ class Distribution:
 
     def __repr__(self) -> str:
         names = [k for k in self.arg_constraints if k in self.__dict__]
-        args = ", ".join(f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].size()}"  # noqa: E501
+        args = ", ".join(f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else acg.Size(self.__dict__[p].shape)}"  # noqa: E501
                          for p in names)
         return f"{self.__class__.__name__}({args})"
 
