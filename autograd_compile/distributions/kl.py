@@ -373,3 +373,135 @@ for _p, _param in ((Exponential, "rate"), (Gamma, "concentration")):
         register_kl(_p, _q)(_infinite(_param))
 for _q in (Beta, ContinuousBernoulli, Uniform):
     register_kl(Pareto, _q)(_infinite("scale"))
+
+
+# -- across families by expectation: KL(p || q) = -H(p) - E_p[log q] -------------------------------
+def _mean_log(p: Distribution) -> Tensor:
+    """``E_p[log x]`` for the positive families that need it."""
+    if isinstance(p, Beta):
+        return digamma(p.concentration1) - digamma(p.concentration1 + p.concentration0)
+    if isinstance(p, Pareto):
+        return p.scale.log() + p.alpha.reciprocal()
+    if isinstance(p, Uniform):
+        return _uniform_mean_log(p.low, p.high)
+    raise NotImplementedError
+
+
+def _uniform_mean_log(low: Tensor, high: Tensor) -> Tensor:
+    """``E[log x]`` of x uniform on [low, high], low >= 0 (0 log 0 = 0)."""
+    from .utils import xlogy
+    return (xlogy(high, high) - xlogy(low, low)) / (high - low) - 1
+
+
+def _to_normal(p: Distribution, q: Normal) -> Tensor:
+    """``log q`` is quadratic: only p's mean and variance enter."""
+    second = p.variance + (p.mean - q.loc).pow(2)
+    return (-p.entropy() + q.scale.log() + 0.5 * math.log(2 * math.pi)
+            + second / (2 * q.scale.pow(2)))
+
+
+for _p in (Beta, ContinuousBernoulli, Gamma, Gumbel, Laplace, Pareto):
+    register_kl(_p, Normal)(_to_normal)
+
+
+def _to_exponential(p: Distribution, q: Exponential) -> Tensor:
+    """``log q = log rate - rate x``: affine in x."""
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+for _p in (Beta, ContinuousBernoulli, Pareto):
+    register_kl(_p, Exponential)(_to_exponential)
+
+
+@register_kl(Uniform, Exponential)
+def _kl_uniform_exponential(p: Uniform, q: Exponential) -> Tensor:
+    return _where_inf(p.low < 0, _to_exponential(p, q))
+
+
+def _to_gamma(p: Distribution, q: Gamma) -> Tensor:
+    a, b = q.concentration, q.rate
+    return (-p.entropy() - a * b.log() + lgamma(a) - (a - 1) * _mean_log(p) + b * p.mean)
+
+
+for _p in (Beta, Pareto):
+    register_kl(_p, Gamma)(_to_gamma)
+
+
+@register_kl(Uniform, Gamma)
+def _kl_uniform_gamma(p: Uniform, q: Gamma) -> Tensor:
+    return _where_inf(p.low < 0, _to_gamma(p, q))
+
+
+def _cb_log_prob(q: ContinuousBernoulli, x_mean: Tensor) -> Tensor:
+    """``E_p[log q]``: the continuous Bernoulli's log density is affine in x."""
+    return x_mean * q.logits + (-q.probs).log1p() + q._cont_bern_log_norm()
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_cb(p: Beta, q: ContinuousBernoulli) -> Tensor:
+    return -p.entropy() - _cb_log_prob(q, p.mean)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_cb(p: Uniform, q: ContinuousBernoulli) -> Tensor:
+    kl = -p.entropy() - _cb_log_prob(q, p.mean)
+    return _where_inf((p.low < 0) | (p.high > 1), kl)
+
+
+def _to_uniform(p: Distribution, q: Uniform) -> Tensor:
+    """p on [0, 1]: finite only where q covers it."""
+    kl = -p.entropy() + (q.high - q.low).log()
+    return _where_inf((q.low > 0) | (q.high < 1), kl)
+
+
+for _p in (Beta, ContinuousBernoulli):
+    register_kl(_p, Uniform)(_to_uniform)
+
+
+@register_kl(Uniform, Beta)
+def _kl_uniform_beta(p: Uniform, q: Beta) -> Tensor:
+    a, b = q.concentration1, q.concentration0
+    low, high = p.low.clamp(0, 1), p.high.clamp(0, 1)
+    mean_log = _uniform_mean_log(low, high)
+    mean_log1m = _uniform_mean_log(1 - high, 1 - low)
+    lbeta = lgamma(a) + lgamma(b) - lgamma(a + b)
+    kl = -p.entropy() - (a - 1) * mean_log - (b - 1) * mean_log1m + lbeta
+    return _where_inf((p.low < 0) | (p.high > 1), kl)
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p: Uniform, q: Pareto) -> Tensor:
+    """``log q = log alpha + alpha log scale - (alpha + 1) log x`` above the scale."""
+    kl = (-p.entropy() - q.alpha.log() - q.alpha * q.scale.log()
+          + (q.alpha + 1) * _mean_log(p))
+    return _where_inf(p.low < q.scale, kl)
+
+
+def _gumbel_term(p: Distribution, q: Gumbel) -> Tensor:
+    """``E_p[exp(-(x - loc) / scale)]`` from p's moment-generating function at -1/scale."""
+    t = -q.scale.reciprocal()
+    if isinstance(p, Normal):
+        mgf = (p.loc * t + 0.5 * p.scale.pow(2) * t.pow(2)).exp()
+    elif isinstance(p, Exponential):
+        mgf = p.rate / (p.rate - t)
+    elif isinstance(p, Gamma):
+        mgf = (1 - t / p.rate).pow(-p.concentration)
+    elif isinstance(p, Uniform):
+        mgf = ((t * p.high).exp() - (t * p.low).exp()) / (t * (p.high - p.low))
+    else:
+        raise NotImplementedError
+    return (q.loc / q.scale).exp() * mgf
+
+
+def _to_gumbel(p: Distribution, q: Gumbel) -> Tensor:
+    """``log q = -log scale - z - exp(-z)``, z = (x - loc) / scale."""
+    return (-p.entropy() + q.scale.log() + (p.mean - q.loc) / q.scale + _gumbel_term(p, q))
+
+
+for _p in (Normal, Exponential, Gamma, Uniform):
+    register_kl(_p, Gumbel)(_to_gumbel)
+for _q in (Pareto,):
+    register_kl(Beta, _q)(_infinite("concentration1"))
+    register_kl(ContinuousBernoulli, _q)(_infinite("probs"))
+for _q in (Bernoulli, Binomial):
+    register_kl(Poisson, _q)(_infinite("rate"))
