@@ -710,3 +710,31 @@ def test_kl_continuous_bernoulli_to_unit_uniform_is_finite() -> None:
     """KL(p || Uniform(0, 1)) = -H(p) for p on [0, 1] (finite, unlike torch's +inf)."""
     for p in (AD.ContinuousBernoulli(T_acg([0.3, 0.8])), AD.Beta(T_acg([2.0]), T_acg([3.0]))):
         close(AD.kl_divergence(p, AD.Uniform(T_acg([0.0]), T_acg([1.0]))), -p.entropy())
+
+
+def _policy_loss(lib: Any, D: Any, w: Any, b: Any, x: Any, actions: Any, returns: Any) -> Any:
+    """A REINFORCE loss with an entropy bonus and a Gaussian head (validate_args off, so the
+    program has no data-dependent checks and compiles whole)."""
+    logits = x @ w.T + b
+    pi = D.Categorical(logits=logits, validate_args=False)
+    head = D.Normal(logits[:, 0], logits[:, 1].exp(), validate_args=False)
+    return (-(pi.log_prob(actions) * returns).sum() - 0.01 * pi.entropy().sum()
+            - head.log_prob(x[:, 0]).sum())
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_reinforce_program(mode: Any, compiled: bool) -> None:
+    """A policy-gradient step's gradients equal torch's, in each mode and under acg.compile."""
+    rng = np.random.default_rng(0)
+    w0, b0, x0 = rng.normal(size=(3, 4)), rng.normal(size=3), rng.normal(size=(6, 4))
+    actions, returns = rng.integers(0, 3, size=6), rng.normal(size=6)
+    wt, bt = torch.tensor(w0, requires_grad=True), torch.tensor(b0, requires_grad=True)
+    _policy_loss(torch, TD, wt, bt, torch.tensor(x0), torch.tensor(actions),
+                 torch.tensor(returns)).backward()
+    w, b = acg.tensor(w0, requires_grad=True), acg.tensor(b0, requires_grad=True)
+    fn = acg.compile(_policy_loss) if compiled else _policy_loss
+    loss = fn(acg, AD, w, b, acg.tensor(x0), acg.tensor(actions), acg.tensor(returns))
+    with mode():
+        loss.backward()
+    close(w.grad, wt.grad)
+    close(b.grad, bt.grad)
