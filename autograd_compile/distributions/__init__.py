@@ -37,6 +37,7 @@ from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTra
                          TanhTransform, Transform, identity_transform)
 
 __all__ = [
+    "ExpRelaxedCategorical", "LogitRelaxedBernoulli",  # torch exports them from their modules
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "CatTransform",
     "Categorical", "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli",
     "CorrCholeskyTransform", "CumulativeDistributionTransform", "Dirichlet", "Distribution",

@@ -14,7 +14,6 @@ Reparameterised draws (``rsample``) are a differentiable function of a parameter
 from __future__ import annotations
 
 import math
-from numbers import Number
 from typing import Any
 
 import autograd_compile as acg

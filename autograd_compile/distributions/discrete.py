@@ -23,7 +23,7 @@ from autograd_compile.tensor import Tensor
 
 from . import constraints
 from .distribution import Distribution, ExponentialFamily
-from .utils import (broadcast_all, broadcast_shapes, clamp_probs, key, lazy_property, lgamma,
+from .utils import (broadcast_all, broadcast_shapes, key, lazy_property, lgamma,
                     logits_to_probs, probs_to_logits, xlogy)
 
 __all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough",

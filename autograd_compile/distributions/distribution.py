@@ -192,8 +192,9 @@ class Distribution:
 
     def __repr__(self) -> str:
         names = [k for k in self.arg_constraints if k in self.__dict__]
-        args = ", ".join(f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else acg.Size(self.__dict__[p].shape)}"  # noqa: E501
-                         for p in names)
+        def show(value: Tensor) -> Any:  # a number for one element, else the shape
+            return value if value.numel() == 1 else acg.Size(value.shape)
+        args = ", ".join(f"{p}: {show(self.__dict__[p])}" for p in names)
         return f"{self.__class__.__name__}({args})"
 
 
