@@ -746,3 +746,44 @@ def test_reinforce_program(mode: Any, compiled: bool) -> None:
         loss.backward()
     close(w.grad, wt.grad)
     close(b.grad, bt.grad)
+
+
+def _gmm(D: Any, T: Any) -> Any:
+    """A 2-d Gaussian mixture with a batch of 2 and 3 components."""
+    locs = np.arange(12.0).reshape(2, 3, 2) / 4
+    return D.MixtureSameFamily(D.Categorical(T([[0.2, 0.5, 0.3], [0.6, 0.2, 0.2]])),
+                               D.Independent(D.Normal(T(locs), T(np.ones((2, 3, 2)))), 1))
+
+
+def test_mixture_of_multivariate_components() -> None:
+    """A mixture whose components have event dims: shapes, log_prob, cdf-free moments and
+    draws as torch's."""
+    ours, theirs = _gmm(AD, T_acg), _gmm(TD, T_torch)
+    assert tuple(ours.batch_shape) == (2,) and tuple(ours.event_shape) == (2,)
+    value = torch.tensor([[0.3, -0.2], [1.0, 2.0]], dtype=torch.float64)
+    close(ours.log_prob(acg.tensor(value.numpy())), theirs.log_prob(value))
+    close(ours.mean, theirs.mean)
+    close(ours.variance, theirs.variance)
+    acg.manual_seed(0)
+    assert tuple(ours.sample((5,)).shape) == (5, 2, 2)
+    assert tuple(ours.expand((4, 2)).log_prob(acg.tensor(value.numpy())).shape) == (4, 2)
+
+
+def test_distribution_base_api() -> None:
+    """sample_n's deprecation warning, perplexity, stddev from variance, the default
+    validate_args switch, and the errors of a subclass without an expand."""
+    d, d_t = AD.Poisson(T_acg([1.5, 4.0])), TD.Poisson(T_torch([1.5, 4.0]))
+    with pytest.warns(UserWarning, match="sample_n will be deprecated"):
+        assert tuple(d.sample_n(3).shape) == (3, 2)
+    close(d.stddev, d_t.stddev)
+    g, g_t = AD.Geometric(T_acg([0.3, 0.6])), TD.Geometric(T_torch([0.3, 0.6]))
+    close(g.perplexity(), g_t.perplexity())
+    with pytest.raises(ValueError):
+        AD.Distribution.set_default_validate_args("yes")
+
+    class Shifted(AD.Normal):
+        def __init__(self, loc: Any) -> None:
+            super().__init__(loc, 1.0)
+
+    with pytest.raises(NotImplementedError, match="must also define a custom .expand"):
+        Shifted(T_acg([0.0])).expand((2, 1))

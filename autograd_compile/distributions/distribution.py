@@ -85,7 +85,7 @@ class Distribution:
     def expand(self, batch_shape: Any, _instance: Any = None) -> "Distribution":
         """A new distribution with parameters expanded to ``batch_shape`` (no copy): every
         tensor attribute (parameters and derived values, batch dims first) is expanded."""
-        new = self._get_checked_instance(type(self), _instance)
+        new = self._get_checked_instance(self._family(), _instance)
         batch_shape = acg.Size(batch_shape)
         old = len(self.batch_shape)
         for name, value in self.__dict__.items():
@@ -99,6 +99,14 @@ class Distribution:
         Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
+
+    def _family(self) -> type:
+        """The library class this one derives from: a user subclass with its own __init__
+        must define its own expand (as in PyTorch, whose families each define expand)."""
+        for cls in type(self).__mro__:
+            if cls.__module__.startswith(__name__.rsplit(".", 1)[0]):
+                return cls
+        return type(self)
 
     def _get_checked_instance(self, cls: type, _instance: Any = None) -> Any:
         if _instance is None and type(self).__init__ != cls.__init__:
