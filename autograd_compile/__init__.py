@@ -73,3 +73,5 @@ from . import func  # noqa: E402
 from .kernels.api_funclin import *  # noqa: E402,F401,F403
 from .kernels.api_funclin import install_funclin_methods as _install_funclin  # noqa: E402
 _install_funclin(Tensor)
+# distributions (wt/dist): torch.distributions
+from . import distributions  # noqa: E402

@@ -24,3 +24,5 @@ from . import vision  # noqa: F401,E402
 __all__ += ["vision"]
 from . import linalg_more  # noqa: E402,F401  (funclin: linalg, complex ops through _bridge)
 from . import fft_special  # noqa: E402,F401  (funclin: fft, special through _bridge)
+# distributions (wt/dist): special functions, Cholesky/triangular solve and samplers, dist_* names
+from . import special_dist  # noqa: F401,E402
