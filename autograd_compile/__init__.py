@@ -10,7 +10,9 @@ from . import config  # noqa: E402  (first: it may set XLA_FLAGS before jax star
 
 config.apply_xla_cpu_fix()
 
-import sys as _sys  # noqa: E402
+from . import _moved  # noqa: E402
+
+_moved.install(__name__)  # old paths (autograd_compile.fake, .cuda ...) answer from the start
 
 import jax as _jax  # noqa: E402
 
@@ -29,14 +31,8 @@ from .dispatch.dispatcher import DISPATCHER as dispatcher  # noqa: E402
 from .modes import DispatchMode, enable_python_mode, no_dispatch  # noqa: E402
 from . import tracing  # noqa: E402
 from .tracing import fake  # noqa: E402
-from .devices import model as _device_model  # noqa: E402
 
-# Import paths of modules that moved into subpackages keep working (ported code, older
-# imports): the module object itself is registered under its old name, no copy, no shim file.
-_sys.modules.update({f"{__name__}.{old}": new for old, new in {
-    "fake": tracing.fake, "proxy_tensor": tracing.proxy_tensor, "lifted": tracing.lifted,
-    "symbolic_shapes": tracing.symbolic_shapes, "device": _device_model,
-    "cuda": devices.cuda, "cpu": devices.cpu, "accelerator": devices.accelerator}.items()})
+_moved.register(__name__)
 from . import kernels  # noqa: E402
 from .kernels.api import *  # noqa: E402,F401,F403
 from .kernels.api_select import *  # noqa: E402,F401,F403

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import sys
 
+from .. import devices as _devices
 from . import cpu_amp, cuda_amp, policy
 from .autocast_mode import (autocast, custom_bwd, custom_fwd, get_autocast_dtype,
                             is_autocast_available, is_autocast_cache_enabled,
@@ -52,6 +53,9 @@ from .grad_scaler import GradScaler, OptState
 # ``from autograd_compile.cuda.amp import GradScaler`` (cuda and cpu are modules, not packages)
 sys.modules.setdefault(__name__.rpartition(".")[0] + ".cuda.amp", cuda_amp)
 sys.modules.setdefault(__name__.rpartition(".")[0] + ".cpu.amp", cpu_amp)
+sys.modules.setdefault(__name__.rpartition(".")[0] + ".devices.cuda.amp", cuda_amp)
+sys.modules.setdefault(__name__.rpartition(".")[0] + ".devices.cpu.amp", cpu_amp)
+_devices.cuda.amp, _devices.cpu.amp = cuda_amp, cpu_amp  # acg.cuda.amp, acg.cpu.amp
 
 __all__ = ["autocast", "GradScaler", "OptState", "custom_fwd", "custom_bwd",
            "is_autocast_available", "is_autocast_enabled", "get_autocast_dtype",

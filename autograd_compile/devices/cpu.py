@@ -32,12 +32,4 @@ def synchronize(device: Any = None) -> None:
             a.block_until_ready()
 
 
-def __getattr__(name: str) -> Any:
-    """``acg.cpu.amp`` (imported on first use: amp needs the whole package)."""
-    if name == "amp":
-        from ..amp import cpu_amp
-        return cpu_amp
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = ["is_available", "device_count", "current_device", "synchronize"]

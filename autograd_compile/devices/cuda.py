@@ -54,13 +54,5 @@ def synchronize(device: Any = None) -> None:
             a.block_until_ready()
 
 
-def __getattr__(name: str) -> Any:
-    """``acg.cuda.amp`` (imported on first use: amp needs the whole package)."""
-    if name == "amp":
-        from ..amp import cuda_amp
-        return cuda_amp
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = ["is_available", "is_bf16_supported", "device_count", "current_device", "get_device_name", "manual_seed",
            "manual_seed_all", "synchronize"]
