@@ -22,7 +22,8 @@ from autograd_compile.nn import functional as F
 from autograd_compile.tensor import Tensor
 
 from . import constraints
-from .distribution import Distribution, ExponentialFamily
+from .dirichlet import Dirichlet
+from .distribution import ExponentialFamily, _Validating
 from .utils import (as_float, atan, broadcast_all, clamp_probs, digamma, erfinv, i0e, i1e, key,
                     lazy_property, lgamma, logits_to_probs, probs_to_logits, standard_normal,
                     standard_uniform, xlogy)
@@ -40,14 +41,6 @@ def _nan_like(x: Tensor) -> Tensor:
 
 def _inf_like(x: Tensor) -> Tensor:
     return acg.full(tuple(x.shape), math.inf, dtype=x.dtype)
-
-
-class _Validating(Distribution):
-    """``_check(value)``: validate a sample when validation is on."""
-
-    def _check(self, value: Tensor) -> None:
-        if self._validate_args:
-            self._validate_sample(value)
 
 
 class Normal(ExponentialFamily, _Validating):
@@ -388,7 +381,6 @@ class Beta(ExponentialFamily, _Validating):
 
     def __init__(self, concentration1: Any, concentration0: Any,
                  validate_args: bool | None = None) -> None:
-        from .multivariate import Dirichlet
         c1, c0 = broadcast_all(concentration1, concentration0)
         # a two-category Dirichlet holds the parameters (and checks them first, as PyTorch's)
         self._dirichlet = Dirichlet(acg.stack([c1, c0], -1), validate_args=validate_args)

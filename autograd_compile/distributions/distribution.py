@@ -233,3 +233,11 @@ class ExponentialFamily(Distribution):
         for np_, g in zip(nparams, gradients):
             result = result - (np_ * g).reshape(tuple(self._batch_shape) + (-1,)).sum(-1)
         return result
+
+
+class _Validating(Distribution):
+    """``_check(value)``: validate a sample when validation is on."""
+
+    def _check(self, value: Tensor) -> None:
+        if self._validate_args:
+            self._validate_sample(value)
