@@ -16,3 +16,7 @@ from . import index_reduce, rearrange, search  # noqa: F401
 __all__ = ["factories", "elementwise", "indexing", "reductions", "shape", "linalg", "nn",
            "attention", "conv", "losses", "random", "sorting",
            "index_reduce", "rearrange", "search"]
+
+# -- area actloss: CTC loss (one lax.scan forward, its vjp backward) ---------------------------
+from . import ctc  # noqa: E402,F401
+__all__ += ["ctc"]

@@ -35,3 +35,30 @@ __all__ = [
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "BCELoss",
     "BCEWithLogitsLoss",
 ]
+
+# -- area actloss: activations, losses, distances, Bilinear, EmbeddingBag, ChannelShuffle -------
+from .activation import (CELU, ELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish,  # noqa: E402
+                         Hardtanh, LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, RReLU, Softmax2d,
+                         Softmin, Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
+from .bilinear import Bilinear  # noqa: E402
+from .channelshuffle import ChannelShuffle  # noqa: E402
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: E402
+from .embedding_bag import EmbeddingBag  # noqa: E402
+from .loss import (AdaptiveLogSoftmaxWithLoss, CosineEmbeddingLoss, CTCLoss,  # noqa: E402
+                   GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss,
+                   LinearCrossEntropyLoss, LinearCrossEntropyOptions, MarginRankingLoss,
+                   MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, NLLLoss2d,
+                   PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss,
+                   TripletMarginWithDistanceLoss)
+
+__all__ += [
+    "CELU", "ELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
+    "LeakyReLU", "LogSigmoid", "Mish", "PReLU", "ReLU6", "RReLU", "Softmax2d", "Softmin",
+    "Softplus", "Softshrink", "Softsign", "Tanhshrink", "Threshold",
+    "Bilinear", "ChannelShuffle", "CosineSimilarity", "PairwiseDistance", "EmbeddingBag",
+    "AdaptiveLogSoftmaxWithLoss", "CosineEmbeddingLoss", "CTCLoss", "GaussianNLLLoss",
+    "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "LinearCrossEntropyLoss",
+    "LinearCrossEntropyOptions", "MarginRankingLoss", "MultiLabelMarginLoss",
+    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss2d", "PoissonNLLLoss",
+    "SoftMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
+]

@@ -455,3 +455,15 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 
 
 __all__ += ["one_hot"]
+
+
+# -- area actloss: activations, losses, distances, embedding_bag, channel_shuffle ---------------
+from ._activation_functional import *  # noqa: E402,F401,F403
+from ._activation_functional import __all__ as _actloss_activations  # noqa: E402
+__all__ += _actloss_activations
+from ._distance_functional import *  # noqa: E402,F401,F403
+from ._distance_functional import __all__ as _actloss_distances  # noqa: E402
+__all__ += _actloss_distances
+from ._loss_functional import *  # noqa: E402,F401,F403
+from ._loss_functional import __all__ as _actloss_losses  # noqa: E402
+__all__ += _actloss_losses

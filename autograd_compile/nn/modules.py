@@ -14,3 +14,18 @@ from .norm import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm  # noqa: F401
 from .parameter import Parameter  # noqa: F401
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: F401
 from .sparse import Embedding  # noqa: F401
+
+# -- area actloss: activations, losses, distances, Bilinear, EmbeddingBag, ChannelShuffle -------
+from .activation import (CELU, ELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish,  # noqa: F401
+                         Hardtanh, LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, RReLU, Softmax2d,
+                         Softmin, Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
+from .bilinear import Bilinear  # noqa: F401
+from .channelshuffle import ChannelShuffle  # noqa: F401
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
+from .embedding_bag import EmbeddingBag  # noqa: F401
+from .loss import (AdaptiveLogSoftmaxWithLoss, CosineEmbeddingLoss, CTCLoss,  # noqa: F401
+                   GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss,
+                   LinearCrossEntropyLoss, LinearCrossEntropyOptions, MarginRankingLoss,
+                   MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, NLLLoss2d,
+                   PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss,
+                   TripletMarginWithDistanceLoss)
