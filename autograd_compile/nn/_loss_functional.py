@@ -54,9 +54,9 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 
 
 def _xlogy(x: Tensor) -> Tensor:
-    """x * log(x) with 0 at x = 0 (and a finite gradient there)."""
-    positive = x > 0
-    return _api.where(positive, x * _api.where(positive, x, 1.0).log(), 0.0)
+    """x * log(x) with 0 at x = 0 (and a finite gradient there); nan below 0, as torch.xlogy."""
+    zero = x == 0
+    return _api.where(zero, 0.0, x * _api.where(zero, 1.0, x).log())
 
 
 def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,

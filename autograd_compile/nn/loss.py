@@ -12,6 +12,7 @@ from typing import Any
 
 from ..tensor import Tensor
 from . import functional as F
+from .distance import PairwiseDistance
 from .module import Module
 
 __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "BCELoss",
@@ -132,6 +133,14 @@ class BCEWithLogitsLoss(Module):
 class NLLLoss2d(NLLLoss):
     """The deprecated 2-D name of :class:`NLLLoss` (same behaviour on [N, C, H, W])."""
 
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 ignore_index: int = -100, reduce: bool | None = None,
+                 reduction: str = "mean") -> None:
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a "
+                      "drop-in replacement and see https://pytorch.org/docs/main/nn.html"
+                      "#torch.nn.NLLLoss for more details.", FutureWarning, stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
+
 
 class KLDivLoss(_Loss):
     """KL divergence of log-probabilities ``input`` from ``target`` (``log_target``: target
@@ -224,8 +233,9 @@ class TripletMarginWithDistanceLoss(_Loss):
         if margin <= 0:
             raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
                              f"than 0, got {margin} instead")
+        # torch's default is a PairwiseDistance submodule (it shows in repr)
         self.distance_function = distance_function if distance_function is not None \
-            else F.pairwise_distance
+            else PairwiseDistance()
         self.margin, self.swap = margin, swap
 
     def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
