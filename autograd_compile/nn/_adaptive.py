@@ -24,6 +24,7 @@ from ..tensor import Tensor
 from . import functional as F
 from .containers import ModuleList, Sequential
 from .linear import Linear
+from ._loss_functional import concrete
 from .loss import _WeightedLoss
 from .module import Module
 
@@ -84,7 +85,8 @@ class AdaptiveLogSoftmaxWithLoss(Module):
                                    f"inputs with size {input.size()}")
         else:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-        if target.numel() and bool(((target < 0) | (target >= self.n_classes)).any()):
+        if (target.numel() and concrete(target)  # a value check: eager only
+                and bool(((target < 0) | (target >= self.n_classes)).any())):
             raise RuntimeError(f"Target values should be in [0, {self.n_classes - 1}], but "
                                f"values in range [{target.min().item()}, "
                                f"{target.max().item()}] were found. ")

@@ -48,6 +48,13 @@ def _check(reduction: str) -> None:
         raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+def concrete(t: Tensor) -> bool:
+    """Whether ``t`` holds values (not a FakeTensor traced by ``acg.compile``): value checks
+    such as torch's run only then, so that a compiled program stays one graph."""
+    from ..fake import FakeTensor  # fake imports nn lazily; a local import avoids a cycle
+    return not isinstance(t, FakeTensor)
+
+
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
     _check(reduction)
     return loss if reduction == "none" else loss.sum() if reduction == "sum" else loss.mean()
@@ -295,7 +302,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
         if var < 0:
             raise ValueError("var has negative entry/entries")
         var = _api.ones_like(input) * var
-    elif bool((var < 0).any()):
+    elif concrete(var) and bool((var < 0).any()):  # a value check: eager only
         raise ValueError("var has negative entry/entries")
     if tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):
