@@ -213,7 +213,8 @@ MODULES = [
         8, 10, [3, 6], div_value=2.0), (X(5, 8), K([0, 4, 9, 2, 7], "int")), call=_asm_call),
     Sample("AdaptiveLogSoftmaxWithLoss_head_bias_1d", lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(
         6, 7, [4], head_bias=True), (X(6), K(5, "int")), call=_asm_call, slow=True),
-    Sample("LinearCrossEntropyLoss", lambda lib, **kw: lib.nn.LinearCrossEntropyLoss(6, 5, **kw),
+    Sample("LinearCrossEntropyLoss", lambda lib, **kw: lib.nn.LinearCrossEntropyLoss(
+        6, 5, options=lib.nn.LinearCrossEntropyOptions(batch_chunk_size=2), **kw),
            (X(4, 6), In((4,), "int", 5)), reduction=True),
     Sample("LinearCrossEntropyLoss_bias_smoothing", lambda lib: lib.nn.LinearCrossEntropyLoss(
         6, 5, bias=True, label_smoothing=0.2, ignore_index=1), (X(4, 6), K([1, 0, 4, 1], "int"))),
