@@ -7,9 +7,9 @@ their target is not in), and the shapes never depend on the targets, so the modu
 same eagerly, under compiled autograd and under ``acg.compile``.
 
 >>> import autograd_compile as acg
->>> asm = acg.nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[4, 8])
->>> out = asm(acg.randn(3, 8), acg.tensor([0, 5, 9]))
->>> out.output.shape, out.loss.shape, asm.log_prob(acg.randn(3, 8)).shape
+>>> asm = acg.nn.AdaptiveLogSoftmaxWithLoss(16, 10, cutoffs=[4, 8])
+>>> out = asm(acg.randn(3, 16), acg.tensor([0, 5, 9]))
+>>> out.output.shape, out.loss.shape, asm.log_prob(acg.randn(3, 16)).shape
 ((3,), (), (3, 10))
 """
 from __future__ import annotations
