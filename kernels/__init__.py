@@ -26,3 +26,7 @@ from . import linalg_more  # noqa: E402,F401  (funclin: linalg, complex ops thro
 from . import fft_special  # noqa: E402,F401  (funclin: fft, special through _bridge)
 # distributions (wt/dist): special functions, Cholesky/triangular solve and samplers, dist_* names
 from . import special_dist  # noqa: F401,E402
+
+# -- area actloss: CTC loss (one lax.scan forward, its vjp backward) ---------------------------
+from . import ctc  # noqa: E402,F401
+__all__ += ["ctc"]

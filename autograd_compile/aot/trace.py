@@ -217,7 +217,8 @@ def _has_symbolic(spec: tuple) -> bool:
         return is_symbolic(spec[1])
     if spec[0] == "T":
         return False
-    return any(_has_symbolic(s) for s in (spec[2] if spec[0] == "dict" else spec[1]))
+    keyed = spec[0] in ("dict", "namedtuple")  # their children follow the keys / the class
+    return any(_has_symbolic(s) for s in (spec[2] if keyed else spec[1]))
 
 
 def _mutations(st: _State) -> list[tuple[int, Node]]:

@@ -46,6 +46,8 @@ def _spec(value: Any, leaves: list, keyed: bool) -> tuple:
         return (kind.__name__, tuple(_spec(v, leaves, keyed) for v in value))
     if kind is dict:
         return ("dict", tuple(value), tuple(_spec(v, leaves, keyed) for v in value.values()))
+    if isinstance(value, tuple) and hasattr(kind, "_fields"):  # a namedtuple (torch.return_types)
+        return ("namedtuple", kind, tuple(_spec(v, leaves, keyed) for v in value))
     return _const(value, keyed)
 
 
@@ -58,6 +60,8 @@ def unflatten(spec: tuple, leaves: Iterator[Any]) -> Any:
         return spec[1]
     if kind == "dict":
         return {k: unflatten(s, leaves) for k, s in zip(spec[1], spec[2])}
+    if kind == "namedtuple":
+        return spec[1](*(unflatten(s, leaves) for s in spec[2]))
     items = [unflatten(s, leaves) for s in spec[1]]
     return tuple(items) if kind == "tuple" else items
 

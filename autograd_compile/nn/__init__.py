@@ -61,3 +61,32 @@ from .parameter import UninitializedBuffer, UninitializedParameter  # noqa: E402
 __all__ += ["LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
             "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyLinear", "UninitializedBuffer",
             "UninitializedParameter"]
+
+# -- area actloss: activations, losses, distances, Bilinear, EmbeddingBag, ChannelShuffle -------
+from .activation import (CELU, ELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish,  # noqa: E402
+                         Hardtanh, LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, RReLU, Softmax2d,
+                         Softmin, Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
+from .bilinear import Bilinear  # noqa: E402
+from .channelshuffle import ChannelShuffle  # noqa: E402
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: E402
+from .embedding_bag import EmbeddingBag  # noqa: E402
+from ._adaptive import (AdaptiveLogSoftmaxWithLoss, LinearCrossEntropyLoss,  # noqa: E402,F401
+                        LinearCrossEntropyOptions)
+from .loss import (CosineEmbeddingLoss, CTCLoss,  # noqa: E402
+                   GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss,
+                   MarginRankingLoss,
+                   MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, NLLLoss2d,
+                   PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss,
+                   TripletMarginWithDistanceLoss)
+
+__all__ += [
+    "CELU", "ELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
+    "LeakyReLU", "LogSigmoid", "Mish", "PReLU", "ReLU6", "RReLU", "Softmax2d", "Softmin",
+    "Softplus", "Softshrink", "Softsign", "Tanhshrink", "Threshold",
+    "Bilinear", "ChannelShuffle", "CosineSimilarity", "PairwiseDistance", "EmbeddingBag",
+    "AdaptiveLogSoftmaxWithLoss", "CosineEmbeddingLoss", "CTCLoss", "GaussianNLLLoss",
+    "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "LinearCrossEntropyLoss",
+    "LinearCrossEntropyOptions", "MarginRankingLoss", "MultiLabelMarginLoss",
+    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss2d", "PoissonNLLLoss",
+    "SoftMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
+]

@@ -18,9 +18,10 @@ from ..kernels import conv as _conv
 from ..kernels import losses as _losses
 from ..kernels import nn as _nn
 from ..kernels.factories import default_generator as _default_generator
-from ..kernels._dtypes import as_dtype, is_float
+from ..kernels._dtypes import as_dtype
 from ..kernels._shapes import shapes_equal
 from ..tensor import Tensor
+from ._cross_entropy import _check_reduction, cross_entropy
 
 __all__ = ["linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
            "layer_norm", "rms_norm", "cross_entropy", "nll_loss", "mse_loss", "dropout",
@@ -29,7 +30,6 @@ __all__ = ["linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_
            "smooth_l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "softplus", "normalize", "pad"]
 
-_REDUCTIONS = ("none", "mean", "sum")
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -94,46 +94,6 @@ def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tenso
     """
     shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
     return _nn.rms_norm(input, shape, weight, eps)
-
-
-def _check_reduction(reduction: str) -> None:
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
-
-
-def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
-                  ignore_index: int = -100, reduction: str = "mean",
-                  label_smoothing: float = 0.0) -> Tensor:
-    """Softmax cross-entropy of logits ``input`` [N, C, ...] against class indices ``target``
-    [N, ...] (or class probabilities of ``input``'s shape), one fused op for indices.
-
-    >>> import autograd_compile as acg
-    >>> import autograd_compile.nn.functional as F
-    >>> round(F.cross_entropy(acg.tensor([[0.0, 0.0]]), acg.tensor([1])).item(), 4)
-    0.6931
-    """
-    _check_reduction(reduction)
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if is_float(target.dtype) and shapes_equal(target.shape, input.shape):
-        return _soft_cross_entropy(input, target, weight, reduction, label_smoothing)
-    return _nn.cross_entropy(input, target, weight, reduction, ignore_index, label_smoothing)
-
-
-def _soft_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None, reduction: str,
-                        label_smoothing: float) -> Tensor:
-    """Class-probability targets: -sum_c target_c * log_softmax_c (composed, not fused)."""
-    c = 1 if input.ndim > 1 else 0
-    classes = input.shape[c]
-    if label_smoothing:
-        target = target * (1 - label_smoothing) + label_smoothing / classes
-    logp = _nn.log_softmax(input, c, None)
-    if weight is not None:
-        logp = logp * weight.reshape([-1] + [1] * (input.ndim - c - 1))
-    loss = -(logp * target).sum(c)
-    if reduction == "none":
-        return loss
-    return loss.sum() if reduction == "sum" else loss.sum() / (loss.numel() if c else 1)
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -467,3 +427,13 @@ __all__ += _functional_vision.__all__
 from .functional_grid import affine_grid, grid_sample  # noqa: E402,F401
 
 __all__ += ["affine_grid", "grid_sample"]
+# -- area actloss: activations, losses, distances, embedding_bag, channel_shuffle ---------------
+from ._activation_functional import *  # noqa: E402,F401,F403
+from ._activation_functional import __all__ as _actloss_activations  # noqa: E402
+__all__ += _actloss_activations
+from ._distance_functional import *  # noqa: E402,F401,F403
+from ._distance_functional import __all__ as _actloss_distances  # noqa: E402
+__all__ += _actloss_distances
+from ._loss_functional import *  # noqa: E402,F401,F403
+from ._loss_functional import __all__ as _actloss_losses  # noqa: E402
+__all__ += _actloss_losses

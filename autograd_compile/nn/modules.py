@@ -31,3 +31,20 @@ from .fold import Fold, Unfold  # noqa: E402,F401
 # -- vision: lazy convolutions and LazyLinear --
 from .lazy import (LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,  # noqa: E402,F401
                    LazyConvTranspose2d, LazyConvTranspose3d, LazyLinear, LazyModuleMixin)
+
+# -- area actloss: activations, losses, distances, Bilinear, EmbeddingBag, ChannelShuffle -------
+from .activation import (CELU, ELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish,  # noqa: F401
+                         Hardtanh, LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, RReLU, Softmax2d,
+                         Softmin, Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
+from .bilinear import Bilinear  # noqa: F401
+from .channelshuffle import ChannelShuffle  # noqa: F401
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
+from .embedding_bag import EmbeddingBag  # noqa: F401
+from ._adaptive import (AdaptiveLogSoftmaxWithLoss, LinearCrossEntropyLoss,  # noqa: E402,F401
+                        LinearCrossEntropyOptions)
+from .loss import (CosineEmbeddingLoss, CTCLoss,  # noqa: F401
+                   GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss,
+                   MarginRankingLoss,
+                   MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, NLLLoss2d,
+                   PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss,
+                   TripletMarginWithDistanceLoss)
