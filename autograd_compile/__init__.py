@@ -49,3 +49,7 @@ from . import aot  # noqa: E402
 from .aot import compile  # noqa: E402,A001  (torch.compile's analog shadows the builtin here)
 from . import amp, cpu  # noqa: E402  (mixed precision: acg.amp, acg.cuda.amp, acg.cpu.amp)
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
+# -- [xformer] tensor semantics: acg.dtype and the legacy tensor types (FloatTensor ...) ----------
+from ._legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor,  # noqa: E402,F401
+                      DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor,
+                      dtype)

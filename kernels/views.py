@@ -28,6 +28,12 @@ from . import shape as S
 Write = Callable[[Tensor, Tensor], Tensor]  # (old base, new view value) -> new base value
 
 
+def DATA_ALIAS(base: Tensor, new: Tensor) -> Tensor:
+    """The write-back of ``t.data``: the base takes the new value outside autograd (see
+    ``Tensor.data``); marks the alias so :func:`write_through` sets the value directly."""
+    return new
+
+
 def view_of(out: Any, base: Tensor, write: Write) -> Any:
     """Mark ``out`` as a view of ``base``; returns ``out``."""
     if isinstance(out, Tensor) and out is not base:
@@ -44,7 +50,7 @@ def check_writable(t: Tensor) -> None:
     """PyTorch's error for an in-place op on a view of a leaf that requires grad (raised
     before anything is written)."""
     meta = t._base_meta
-    while meta is not None:
+    while meta is not None and meta[1] is not DATA_ALIAS:  # .data: writable as PyTorch's
         base = meta[0]
         if TLS.grad_enabled and base.grad_fn is None and base.requires_grad:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
@@ -57,6 +63,13 @@ def write_through(t: Tensor) -> None:
     meta = t._base_meta
     while meta is not None:
         base, write = meta
+        if write is DATA_ALIAS:  # t is base.data: same storage, not recorded by autograd
+            base._set_data(t._data, bump=False)
+            if base._base_meta is not None:
+                from autograd_compile.autograd.grad_mode import no_grad
+                with no_grad():
+                    write_through(base)
+            return
         S.copy_(base, write(alias_for_inplace(base), t))
         t, meta = base, base._base_meta
 

@@ -35,3 +35,19 @@ __all__ = [
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "BCELoss",
     "BCEWithLogitsLoss",
 ]
+
+# -- [xformer] norms, dropouts, transformer, lazy modules -----------------------------------------
+from .norm import (BatchNorm3d, CrossMapLRN2d, GroupNorm, InstanceNorm1d,  # noqa: E402
+                   InstanceNorm2d, InstanceNorm3d, LocalResponseNorm, SyncBatchNorm)
+
+__all__ += ["BatchNorm3d", "CrossMapLRN2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
+            "InstanceNorm3d", "LocalResponseNorm", "SyncBatchNorm"]
+from .dropout import (AlphaDropout, Dropout1d, Dropout2d, Dropout3d,  # noqa: E402
+                      FeatureAlphaDropout)
+
+__all__ += ["AlphaDropout", "Dropout1d", "Dropout2d", "Dropout3d", "FeatureAlphaDropout"]
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: E402
+                          TransformerEncoder, TransformerEncoderLayer)
+
+__all__ += ["Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+            "TransformerEncoderLayer"]
