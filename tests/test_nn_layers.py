@@ -399,8 +399,8 @@ def test_batch_norm_cumulative_average_and_options():
     assert "running_mean" not in plain.state_dict()
     y = plain.eval()(acg.tensor(_x(6, 2, 3)))  # no running stats: batch statistics in eval
     assert_close(y.numpy().mean((0, 2)), [0, 0], atol=1e-6)
-    assert repr(nn.BatchNorm1d(4)) == ("BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, "
-                                       "track_running_stats=True)")
+    assert repr(nn.BatchNorm1d(4)) == ("BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, "
+                                       "bias=True, track_running_stats=True)")
     with pytest.raises(ValueError, match=r"expected 4D input \(got 3D input\)"):
         nn.BatchNorm2d(2)(acg.zeros(2, 2, 2))
 
