@@ -27,9 +27,11 @@ def load_torch_state(ours: Any, theirs: Any) -> None:
 def compare_with_torch(ours: Any, theirs: Any, inputs: Sequence[np.ndarray], mode: Any,
                        kwargs: dict | None = None, torch_kwargs: dict | None = None,
                        grad_inputs: Sequence[bool] | None = None, rtol: float = 1e-5,
-                       atol: float = 1e-5, out: Callable[[Any], Any] = lambda y: y) -> None:
+                       atol: float = 1e-5, out: Callable[[Any], Any] = lambda y: y,
+                       run: Callable[..., Any] | None = None) -> None:
     """Forward values and every gradient (inputs marked in ``grad_inputs``, all
-    parameters) of ``out(ours(*inputs))`` against torch's, backward run under ``mode()``."""
+    parameters) of ``out(ours(*inputs))`` against torch's, backward run under ``mode()``;
+    ``run`` (for example ``acg.compile(ours)``) replaces ``ours`` for the forward."""
     import torch
     kwargs = kwargs or {}
     torch_kwargs = kwargs if torch_kwargs is None else torch_kwargs
@@ -38,7 +40,7 @@ def compare_with_torch(ours: Any, theirs: Any, inputs: Sequence[np.ndarray], mod
     t_in = [torch.tensor(x, requires_grad=g) for x, g in zip(inputs, grad_inputs)]
     a_in = [acg.tensor(x, requires_grad=g) for x, g in zip(inputs, grad_inputs)]
     t_out = out(theirs(*t_in, **torch_kwargs))
-    a_out = out(ours(*a_in, **kwargs))
+    a_out = out((run or ours)(*a_in, **kwargs))
     assert tuple(a_out.shape) == tuple(t_out.shape)
     assert_close(a_out.detach().numpy(), t_out.detach().numpy(), rtol=rtol, atol=atol)
     cot = np.random.default_rng(0).standard_normal(tuple(t_out.shape)).astype(

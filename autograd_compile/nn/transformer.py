@@ -205,6 +205,26 @@ class TransformerDecoderLayer(Module):
         return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
+def _why_not_nested(layer: Module) -> str:
+    """Why PyTorch's encoder would not take its nested-tensor fast path ('' if it would)."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    attn = layer.self_attn
+    checks = [
+        (layer.norm_first, f"{name}.norm_first was True"),
+        (not attn.batch_first, f"{name}.self_attn.batch_first was not True(use batch_first "
+                               "for better inference performance)"),
+        (not attn._qkv_same_embed_dim, f"{name}.self_attn._qkv_same_embed_dim was not True"),
+        (attn.in_proj_bias is None, f"{name}.self_attn was passed bias=False"),
+        (not layer.activation_relu_or_gelu, f"{name}.activation_relu_or_gelu was not True"),
+        (layer.norm1.eps != layer.norm2.eps, f"{name}.norm1.eps was not equal to "
+                                             f"{name}.norm2.eps"),
+        (attn.num_heads % 2 == 1, f"{name}.self_attn.num_heads is odd"),
+    ]
+    return next((why for failed, why in checks if failed), "")
+
+
 class TransformerEncoder(Module):
     """``num_layers`` copies of ``encoder_layer`` (``layers``), then the optional ``norm``."""
 
@@ -215,7 +235,13 @@ class TransformerEncoder(Module):
         self.layers = _get_clones(encoder_layer, num_layers)
         self.num_layers, self.norm = num_layers, norm
         self.enable_nested_tensor = enable_nested_tensor
-        self.use_nested_tensor = False  # no nested tensors here: always the plain path
+        # PyTorch's flag and its warning, kept for programs that read them; there are no
+        # nested tensors here, so forward always runs the plain path (same values)
+        why_not = _why_not_nested(encoder_layer)
+        self.use_nested_tensor = enable_nested_tensor and not why_not
+        if enable_nested_tensor and why_not:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
+                          f"because {why_not}", stacklevel=2)
         self.mask_check = mask_check
 
     def forward(self, src: Tensor, mask: Tensor | None = None,
@@ -258,9 +284,9 @@ class Transformer(Module):
 
     >>> import autograd_compile as acg
     >>> model = acg.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1,
-    ...                            num_decoder_layers=1, dim_feedforward=16)
-    >>> model(acg.randn(5, 2, 8), acg.randn(3, 2, 8)).shape
-    (3, 2, 8)
+    ...                            num_decoder_layers=1, dim_feedforward=16, batch_first=True)
+    >>> model(acg.randn(2, 5, 8), acg.randn(2, 3, 8)).shape
+    (2, 3, 8)
     """
 
     def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
