@@ -244,11 +244,13 @@ class GroupNorm(Module):
         self.num_groups, self.num_channels, self.eps, self.affine = (num_groups, num_channels,
                                                                       eps, affine)
         kw = {"dtype": dtype, "device": device}
-        self.weight = empty_param(num_channels, **kw) if affine else None
-        self.bias = empty_param(num_channels, **kw) if affine and bias else None
-        if not affine:
+        if affine:
+            self.weight = empty_param(num_channels, **kw)
+        else:
             self.register_parameter("weight", None)
-        if self.bias is None:
+        if affine and bias:
+            self.bias = empty_param(num_channels, **kw)
+        else:
             self.register_parameter("bias", None)
         self.reset_parameters()
 
