@@ -51,3 +51,9 @@ from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLay
 
 __all__ += ["Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
             "TransformerEncoderLayer"]
+from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d,  # noqa: E402
+                   LazyConv2d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d,
+                   LazyLinear)
+
+__all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d",
+            "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear"]
