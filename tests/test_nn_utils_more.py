@@ -304,3 +304,20 @@ def test_torch_state_dict_loads_into_parametrized_module():
     ours = P.weight_norm(nn.Linear(4, 3))
     ours.load_state_dict({k: to_acg(v) for k, v in theirs.state_dict().items()})
     assert_close(ours.weight.detach().numpy(), theirs.weight.detach().numpy(), rtol=1e-6)
+
+
+def test_cayley_map_is_reported_missing():
+    # no matrix inverse/solve op exists yet (torch.linalg is another part): a clear error
+    with pytest.raises(NotImplementedError, match="orthogonal_map='cayley' needs a matrix "
+                                                  "inverse op"):
+        P.orthogonal(nn.Linear(3, 3), orthogonal_map="cayley")
+
+
+def test_docstring_examples_run():
+    import doctest
+    import importlib
+    for name in ("nn.utils.parametrize", "nn.utils.parametrizations", "nn.utils.weight_norm",
+                 "nn.utils.fusion", "nn.lazy", "_legacy"):
+        module = importlib.import_module(f"autograd_compile.{name}")
+        result = doctest.testmod(module)
+        assert result.failed == 0 and result.attempted > 0, name

@@ -318,6 +318,8 @@ def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None 
     if orth_enum is None:
         raise ValueError('orthogonal_map has to be one of "matrix_exp", "cayley", '
                          f'"householder". Got: {orthogonal_map}')
+    if orth_enum == _OrthMaps.cayley:
+        _solve(A.eye(1), A.eye(1))  # fail at registration, not at the first access
     orth = _Orthogonal(weight, orth_enum, use_trivialization=use_trivialization)
     parametrize.register_parametrization(module, name, orth, unsafe=True)
     return module
