@@ -223,8 +223,8 @@ class _LazyNormMixin(LazyModuleMixin):
             dim = 0 if input.dim() == self._no_batch_dim else 1
             self.num_features = input.shape[dim]
             with no_grad():
-                for t in (self._parameters.get("weight"), self._parameters.get("bias"),  # type: ignore
-                          self._buffers.get("running_mean"), self._buffers.get("running_var")):  # type: ignore
+                tables = (self._parameters, self._buffers)  # type: ignore[attr-defined]
+                for t in (v for table in tables for v in table.values()):
                     if _is_lazy(t):
                         t.materialize((self.num_features,))
                 self.reset_parameters()
