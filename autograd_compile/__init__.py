@@ -71,3 +71,7 @@ from .kernels.api_funclin import install_funclin_methods as _install_funclin  # 
 _install_funclin(Tensor)
 # distributions (wt/dist): torch.distributions
 from . import distributions  # noqa: E402
+# -- [xformer] tensor semantics: acg.dtype and the legacy tensor types (FloatTensor ...) ----------
+from ._legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor,  # noqa: E402,F401
+                      DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor,
+                      dtype)

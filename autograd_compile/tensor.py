@@ -77,6 +77,12 @@ class HookDict(OrderedDict):
     """An ordered id -> hook map that can be referenced weakly by handles."""
 
 
+def DATA_ALIAS(base: "Tensor", new: "Tensor") -> "Tensor":
+    """The write-back of ``t.data``: the base takes the new value outside autograd (see
+    ``Tensor.data``); kernels/views.py knows it by identity and sets the value directly."""
+    return new
+
+
 class Tensor:
     """An n-dimensional array on a jax device, with autograd history."""
 
@@ -142,8 +148,19 @@ class Tensor:
 
     @property
     def data(self) -> "Tensor":
-        """A tensor sharing this one's value, outside autograd."""
-        return self.detach()
+        """A tensor sharing this one's storage, outside autograd (as PyTorch's ``.data``):
+        in-place ops on it change this tensor and are not recorded, nor do they bump the
+        version counter that autograd checks.
+
+        >>> import autograd_compile as acg
+        >>> p = acg.ones(2, requires_grad=True)
+        >>> _ = p.data.add_(1.0)
+        >>> p.tolist(), p.requires_grad
+        ([2.0, 2.0], True)
+        """
+        alias = _make(self._data)
+        alias._base_meta = (self, DATA_ALIAS)  # in-place writes on the alias land in self
+        return alias
 
     @data.setter
     def data(self, value: "Tensor") -> None:
@@ -277,9 +294,10 @@ class Tensor:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return np.asarray(self._data, dtype=dtype)
 
-    def numpy(self) -> np.ndarray:
-        if self._requires_grad and TLS.grad_enabled and not self.is_leaf:
-            pass  # PyTorch refuses; we allow it, a jax array is immutable
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The value as a numpy array. PyTorch refuses a tensor that requires grad ("Can't
+        call numpy() on Tensor that requires grad"); we allow it for now (the suite's own
+        tests lean on it; a jax array is immutable, so the copy is safe)."""
         return np.asarray(self._data)
 
     def item(self) -> Any:

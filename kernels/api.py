@@ -779,3 +779,22 @@ __all__ = [
     "matmul", "mm", "bmm", "dot", "outer", "softmax", "log_softmax",
     "is_tensor", "is_floating_point", "numel",
 ]
+
+
+# -- [xformer] tensor semantics: factories also take ``size=`` (zeros(size=(2, 3))) ----------------
+def _size_keyword(fn: Callable) -> Callable:
+    """``fn(*size, ...)`` that also accepts ``size=`` as a keyword, as PyTorch's factories do."""
+    def factory(*size: Any, **kwargs: Any) -> Tensor:
+        if "size" in kwargs:
+            if size:
+                raise TypeError(f"{fn.__name__}() got multiple values for argument 'size'")
+            size = (kwargs.pop("size"),)
+        return fn(*size, **kwargs)
+    factory.__name__ = factory.__qualname__ = fn.__name__
+    factory.__doc__ = fn.__doc__
+    factory.__wrapped__ = fn  # type: ignore[attr-defined]
+    return factory
+
+
+zeros, ones, rand, randn = (_size_keyword(f) for f in (zeros, ones, rand, randn))
+empty = _size_keyword(empty.__wrapped__ if hasattr(empty, "__wrapped__") else empty)

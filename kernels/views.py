@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from autograd_compile.autograd.derivatives import alias_for_inplace
 from autograd_compile.dispatch.keys import TLS
-from autograd_compile.tensor import Tensor
+from autograd_compile.tensor import DATA_ALIAS, Tensor
 
 from . import shape as S
 
@@ -44,7 +44,7 @@ def check_writable(t: Tensor) -> None:
     """PyTorch's error for an in-place op on a view of a leaf that requires grad (raised
     before anything is written)."""
     meta = t._base_meta
-    while meta is not None:
+    while meta is not None and meta[1] is not DATA_ALIAS:  # .data: writable as PyTorch's
         base = meta[0]
         if TLS.grad_enabled and base.grad_fn is None and base.requires_grad:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
@@ -57,6 +57,13 @@ def write_through(t: Tensor) -> None:
     meta = t._base_meta
     while meta is not None:
         base, write = meta
+        if write is DATA_ALIAS:  # t is base.data: same storage, not recorded by autograd
+            base._set_data(t._data, bump=False)
+            if base._base_meta is not None:
+                from autograd_compile.autograd.grad_mode import no_grad
+                with no_grad():
+                    write_through(base)
+            return
         S.copy_(base, write(alias_for_inplace(base), t))
         t, meta = base, base._base_meta
 

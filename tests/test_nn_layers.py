@@ -136,7 +136,7 @@ def test_layer_norm(mode):
     out = check_layer_grads(ln, [x], mode)
     assert_close(out.numpy(), _layer_norm_ref(x, ln.weight.numpy(), ln.bias.numpy(), 1e-3, 2),
                  rtol=1e-10)
-    assert repr(ln) == "LayerNorm((3, 4), eps=0.001, elementwise_affine=True)"
+    assert repr(ln) == "LayerNorm((3, 4), eps=0.001, elementwise_affine=True, bias=True)"
     assert nn.LayerNorm(4, bias=False).bias is None
     plain = nn.LayerNorm(4, elementwise_affine=False)
     assert list(plain.parameters()) == [] and plain.weight is None
@@ -400,7 +400,7 @@ def test_batch_norm_cumulative_average_and_options():
     y = plain.eval()(acg.tensor(_x(6, 2, 3)))  # no running stats: batch statistics in eval
     assert_close(y.numpy().mean((0, 2)), [0, 0], atol=1e-6)
     assert repr(nn.BatchNorm1d(4)) == ("BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, "
-                                       "track_running_stats=True)")
+                                       "bias=True, track_running_stats=True)")
     with pytest.raises(ValueError, match=r"expected 4D input \(got 3D input\)"):
         nn.BatchNorm2d(2)(acg.zeros(2, 2, 2))
 

@@ -299,7 +299,7 @@ def test_repr_is_pytorchs_module_tree():
         "Net(\n"
         "  (block): Block(\n"
         "    (fc): Linear(in_features=3, out_features=4, bias=True)\n"
-        "    (norm): LayerNorm((4,), eps=1e-05, elementwise_affine=True)\n"
+        "    (norm): LayerNorm((4,), eps=1e-05, elementwise_affine=True, bias=True)\n"
         "  )\n"
         "  (head): Linear(in_features=4, out_features=2, bias=False)\n"
         ")")

@@ -90,3 +90,24 @@ __all__ += [
     "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss2d", "PoissonNLLLoss",
     "SoftMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
 ]
+
+# -- [xformer] norms, dropouts, transformer, lazy modules -----------------------------------------
+from .norm import (BatchNorm3d, CrossMapLRN2d, GroupNorm, InstanceNorm1d,  # noqa: E402
+                   InstanceNorm2d, InstanceNorm3d, LocalResponseNorm, SyncBatchNorm)
+
+__all__ += ["BatchNorm3d", "CrossMapLRN2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
+            "InstanceNorm3d", "LocalResponseNorm", "SyncBatchNorm"]
+from .dropout import (AlphaDropout, Dropout1d, Dropout2d, Dropout3d,  # noqa: E402
+                      FeatureAlphaDropout)
+
+__all__ += ["AlphaDropout", "Dropout1d", "Dropout2d", "Dropout3d", "FeatureAlphaDropout"]
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: E402
+                          TransformerEncoder, TransformerEncoderLayer)
+
+__all__ += ["Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+            "TransformerEncoderLayer"]
+from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,  # noqa: E402
+                   LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
+
+__all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
+            "LazyInstanceNorm2d", "LazyInstanceNorm3d"]

@@ -437,3 +437,51 @@ __all__ += _actloss_distances
 from ._loss_functional import *  # noqa: E402,F401,F403
 from ._loss_functional import __all__ as _actloss_losses  # noqa: E402
 __all__ += _actloss_losses
+# -- [xformer] norms and dropouts (nn/_functional_norm.py); mse/l1 broadcasting warnings ---------
+from ._functional_norm import (alpha_dropout, dropout1d, dropout2d, dropout3d,  # noqa: E402
+                               feature_alpha_dropout, group_norm, instance_norm,
+                               local_response_norm)
+
+__all__ += ["alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout",
+            "group_norm", "instance_norm", "local_response_norm"]
+
+
+def _warn_target_size(input: Tensor, target: Tensor) -> None:
+    """PyTorch's warning when a target of another shape will broadcast against the input."""
+    if tuple(target.shape) != tuple(input.shape):
+        import warnings
+        from .._types import Size
+        warnings.warn(f"Using a target size ({Size(target.shape)!r}) that is different to the "
+                      f"input size ({Size(input.shape)!r}). This will likely lead to incorrect "
+                      "results due to broadcasting. Please ensure they have the same size.",
+                      stacklevel=3)
+
+
+def _mse_loss_core(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    _check_reduction(reduction)
+    return _nn.mse_loss(input, target, reduction)
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: F811
+             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """Mean (or sum, or elementwise) squared error; warns when the target broadcasts."""
+    _warn_target_size(input, target)
+    if weight is not None:
+        _check_reduction(reduction)
+        err = weight * (input - target) ** 2
+        return err.mean() if reduction == "mean" else err.sum() if reduction == "sum" else err
+    return _mse_loss_core(input, target, reduction)
+
+
+_l1_loss_core = l1_loss
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: F811
+            reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """Mean (or sum, or elementwise) absolute error; warns when the target broadcasts."""
+    _warn_target_size(input, target)
+    if weight is not None:
+        _check_reduction(reduction)
+        err = weight * (input - target).abs()
+        return err.mean() if reduction == "mean" else err.sum() if reduction == "sum" else err
+    return _l1_loss_core(input, target, reduction=reduction)

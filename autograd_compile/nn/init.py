@@ -17,11 +17,14 @@ from typing import Any
 
 from ..autograd.grad_mode import no_grad
 from ..kernels import api as A
+from ..kernels.api_select import argsort as _argsort
 from ..tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
-           "zeros_", "eye_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
-           "kaiming_normal_"]
+           "zeros_", "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+           "kaiming_normal_", "orthogonal_", "sparse_", "uniform", "normal", "constant", "eye",
+           "dirac", "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal",
+           "orthogonal", "sparse"]
 
 _LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "sigmoid")
@@ -181,3 +184,96 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     """N(0, std^2), std = gain / sqrt(fan)."""
     std = _kaiming_std(tensor, a, mode, nonlinearity)
     return tensor if std is None else normal_(tensor, 0.0, std, generator)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1, generator: Any = None) -> Tensor:
+    """Fill with a (semi-)orthogonal matrix, uniform over the orthogonal group (QR of a
+    Gaussian matrix with the signs of R's diagonal folded into Q; Saxe et al., 2013); dims
+    after the first are flattened.
+
+    >>> import autograd_compile as acg
+    >>> w = acg.nn.init.orthogonal_(acg.empty(3, 5))
+    >>> bool(((w @ w.T) - acg.eye(3)).abs().max() < 1e-5)
+    True
+    """
+    import jax.numpy as jnp
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = A.randn(rows, cols, dtype=tensor.dtype, **_gen(generator))._data
+    if rows < cols:
+        flat = flat.T
+    q, r = jnp.linalg.qr(flat)
+    q = q * jnp.sign(jnp.diagonal(r))  # the Haar measure (Mezzadri, 2007)
+    if rows < cols:
+        q = q.T
+    return _fill(tensor, Tensor(q.reshape(tensor.shape) * gain))
+
+
+def _gen(generator: Any) -> dict:
+    return {"generator": generator} if generator is not None else {}
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any = None
+            ) -> Tensor:
+    """Fill a 2-D tensor with N(0, std^2) samples, then zero ``ceil(sparsity * rows)``
+    randomly chosen entries of each column (Martens, 2010)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    values = _draw(A.randn, tensor, generator) * std
+    # each column zeroes the first num_zeros rows of its own uniform random permutation
+    # (PyTorch draws a randperm per column; argsort of iid uniforms has the same law)
+    ranks = _argsort(_argsort(A.rand(rows, cols, **_gen(generator)), dim=0), dim=0)
+    keep = (ranks >= num_zeros).to(tensor.dtype)
+    return _fill(tensor, values * keep)
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill a 3/4/5-D convolution weight with the Dirac delta (the identity map of each
+    group's first ``min(out/groups, in)`` channels)."""
+    import numpy as np
+    d = tensor.dim()
+    if d not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tensor.shape
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_per_group = sizes[0] // groups
+    values = np.zeros(sizes)
+    centre = tuple(s // 2 for s in sizes[2:])
+    for g in range(groups):
+        for c in range(min(out_per_group, sizes[1])):
+            values[(g * out_per_group + c, c) + centre] = 1
+    return _fill(tensor, A.tensor(values, dtype=tensor.dtype))
+
+
+def _make_deprecate(meth: Any) -> Any:
+    """PyTorch's old names without the trailing underscore: same function, FutureWarning."""
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+                      f"`nn.init.{new_name}`.", FutureWarning, stacklevel=2)
+        return meth(*args, **kwargs)
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    deprecated_init.__doc__ = f"Deprecated: use ``{new_name}``."
+    return deprecated_init
+
+
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+eye = _make_deprecate(eye_)
+dirac = _make_deprecate(dirac_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)

@@ -1,5 +1,6 @@
-"""Lazy modules: ``LazyConv1d/2d/3d``, ``LazyConvTranspose1d/2d/3d`` and ``LazyLinear`` infer
-their input size (channels, features) from the first input, as PyTorch's do.
+"""Lazy modules: ``LazyConv1d/2d/3d``, ``LazyConvTranspose1d/2d/3d``, ``LazyLinear``,
+``LazyBatchNorm1d/2d/3d`` and ``LazyInstanceNorm1d/2d/3d`` infer their input size (channels,
+features) from the first input, as PyTorch's do.
 
 Until then their parameters are :class:`UninitializedParameter` s; the first forward call
 materialises them with the inferred shapes, runs ``reset_parameters`` and turns the module
@@ -16,14 +17,19 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..autograd.grad_mode import no_grad
+from ..kernels import api as A
 from ..tensor import Tensor
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .linear import Linear
-from .parameter import UninitializedParameter, _Uninitialized
+from .norm import (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d,
+                   InstanceNorm3d)
+from .parameter import UninitializedBuffer, UninitializedParameter, _Uninitialized
 
 __all__ = ["LazyModuleMixin", "LazyConv1d",
            "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
-           "LazyConvTranspose3d", "LazyLinear"]
+           "LazyConvTranspose3d", "LazyLinear", "LazyBatchNorm1d", "LazyBatchNorm2d",
+           "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 def is_lazy(value: Any) -> bool:
     return isinstance(value, _Uninitialized)
@@ -223,3 +229,74 @@ class LazyLinear(LazyModuleMixin, Linear):
         if self.bias is not None:
             self.bias.materialize((self.out_features,))
         self.reset_parameters()
+
+
+# -- norms ---------------------------------------------------------------------------------------
+class _LazyNormMixin(LazyModuleMixin):
+    """``num_features`` from the first input's channel dimension (dim 1; dim 0 for an
+    unbatched instance-norm input, which PyTorch's lazy instance norms reject)."""
+
+    _no_batch_dim: int | None = None  # instance norms accept unbatched input
+
+    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device: Any = None, dtype: Any = None,
+                 *, bias: bool = True) -> None:
+        # PyTorch's defaults (affine and running statistics on) for the instance norms too
+        super().__init__(0, eps, momentum, False, False, bias=False)
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            self.num_batches_tracked = A.tensor(0, dtype="int64")
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()  # type: ignore[misc]
+
+    def initialize_parameters(self, input: Tensor, *args: Any, **kwargs: Any) -> None:
+        if not self.has_uninitialized_params():
+            return
+        self.num_features = int(input.shape[0 if input.dim() == self._no_batch_dim else 1])
+        with no_grad():
+            for table in (self._parameters, self._buffers):  # type: ignore[attr-defined]
+                for t in table.values():
+                    if is_lazy(t):
+                        t.materialize((self.num_features,))
+            self.reset_parameters()
+
+
+class LazyBatchNorm1d(_LazyNormMixin, BatchNorm1d):
+    """``BatchNorm1d`` with ``num_features`` inferred from the first input."""
+    cls_to_become = BatchNorm1d
+
+
+class LazyBatchNorm2d(_LazyNormMixin, BatchNorm2d):
+    """``BatchNorm2d`` with ``num_features`` inferred from the first input."""
+    cls_to_become = BatchNorm2d
+
+
+class LazyBatchNorm3d(_LazyNormMixin, BatchNorm3d):
+    """``BatchNorm3d`` with ``num_features`` inferred from the first input."""
+    cls_to_become = BatchNorm3d
+
+
+class LazyInstanceNorm1d(_LazyNormMixin, InstanceNorm1d):
+    """``InstanceNorm1d`` with ``num_features`` inferred from the first input."""
+    cls_to_become = InstanceNorm1d
+    _no_batch_dim = 2
+
+
+class LazyInstanceNorm2d(_LazyNormMixin, InstanceNorm2d):
+    """``InstanceNorm2d`` with ``num_features`` inferred from the first input."""
+    cls_to_become = InstanceNorm2d
+    _no_batch_dim = 3
+
+
+class LazyInstanceNorm3d(_LazyNormMixin, InstanceNorm3d):
+    """``InstanceNorm3d`` with ``num_features`` inferred from the first input."""
+    cls_to_become = InstanceNorm3d
+    _no_batch_dim = 4

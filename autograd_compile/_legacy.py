@@ -1,0 +1,101 @@
+"""What older PyTorch programs lean on: ``acg.dtype`` and the legacy tensor types.
+
+>>> import autograd_compile as acg
+>>> isinstance(acg.float32, acg.dtype), isinstance(acg.zeros(2).dtype, acg.dtype)
+(True, True)
+>>> acg.FloatTensor(2, 3).shape, acg.LongTensor([1, 2]).dtype
+((2, 3), dtype('int64'))
+>>> isinstance(acg.zeros(2), acg.FloatTensor), isinstance(acg.zeros(2), acg.LongTensor)
+(True, False)
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from .tensor import Tensor
+
+
+class _DtypeMeta(type):
+    """``isinstance(x, acg.dtype)``: numpy dtypes and the jnp scalar types (acg.float32 ...)."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        if isinstance(obj, np.dtype):
+            return True
+        return isinstance(obj, type) and issubclass(obj, np.generic) or \
+            isinstance(obj, type(jnp.float32))
+
+
+class dtype(metaclass=_DtypeMeta):  # noqa: N801  (PyTorch's name)
+    """The type of ``Tensor.dtype`` values: ``isinstance(t.dtype, acg.dtype)`` is True.
+    Our dtypes are numpy dtypes (``acg.float32`` is jnp's scalar type), so this class is a
+    check, not a constructor."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("cannot create 'acg.dtype' instances")
+
+
+class tensortype(type):  # noqa: N801  (PyTorch's metaclass name)
+    """The metaclass of the legacy types: ``isinstance(t, acg.FloatTensor)`` checks the dtype."""
+
+    _dtype: Any
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, Tensor) and np.dtype(obj.dtype) == cls._dtype
+
+    def __repr__(cls) -> str:
+        return f"<class 'autograd_compile.{cls.__name__}'>"
+
+    @property
+    def dtype(cls) -> Any:
+        return cls._dtype
+
+    @property
+    def is_cuda(cls) -> bool:
+        return False
+
+
+class _LegacyTensor(metaclass=tensortype):
+    """``FloatTensor(2, 3)`` (zeros of that size; PyTorch leaves them uninitialised),
+    ``FloatTensor([1, 2])`` (from data), ``FloatTensor(t)`` (t converted) or
+    ``FloatTensor()`` (empty)."""
+
+    _dtype: Any = np.dtype("float32")
+
+    def __new__(cls, *args: Any, device: Any = None) -> Tensor:  # type: ignore[misc]
+        from .kernels import api as A
+        if not args:
+            return A.zeros(0, dtype=cls._dtype, device=device)
+        if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args) or \
+                (len(args) == 1 and type(args[0]).__name__ == "Size"):
+            return A.zeros(*args, dtype=cls._dtype, device=device)
+        if len(args) != 1:
+            raise TypeError(f"new() received an invalid combination of arguments - got "
+                            f"{tuple(type(a).__name__ for a in args)}")
+        data = args[0]
+        if isinstance(data, Tensor):
+            return data.detach().to(cls._dtype)
+        return A.tensor(data, dtype=cls._dtype, device=device)
+
+
+def _legacy(name: str, dt: str) -> type:
+    return tensortype(name, (_LegacyTensor,), {"_dtype": np.dtype(dt), "__doc__":
+                                               f"Legacy constructor of {dt} tensors."})
+
+
+FloatTensor = _legacy("FloatTensor", "float32")
+DoubleTensor = _legacy("DoubleTensor", "float64")
+HalfTensor = _legacy("HalfTensor", "float16")
+BFloat16Tensor = _legacy("BFloat16Tensor", jnp.bfloat16)
+ByteTensor = _legacy("ByteTensor", "uint8")
+CharTensor = _legacy("CharTensor", "int8")
+ShortTensor = _legacy("ShortTensor", "int16")
+IntTensor = _legacy("IntTensor", "int32")
+LongTensor = _legacy("LongTensor", "int64")
+BoolTensor = _legacy("BoolTensor", "bool")
+
+__all__ = ["dtype", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor",
+           "CharTensor", "ShortTensor", "IntTensor", "LongTensor", "BoolTensor"]
