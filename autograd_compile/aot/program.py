@@ -29,6 +29,7 @@ from ..fake import FakeTensor
 from ..fx import Graph, GraphModule
 from ..proxy_tensor import sym_size
 from ..tensor import Tensor, _make
+from .escape import write_back
 from .partition import Parts
 from .trace import Joint
 from .tree import unflatten
@@ -85,6 +86,7 @@ class Region:
         self.n_inputs = sum(p.kind in ("arg", "state") for p in joint.primals)
         self.extras = [(p.kind, p.source) for p in joint.primals[self.n_inputs:]]
         self.out_spec, self.diff = joint.out_spec, joint.differentiable
+        self.sinks = joint.sinks
         self.n_out = len(joint.outputs)
         self.mutated = [i for i, _ in joint.mutations]
         self.snapshot = set(self.mutated) | {i for i, p in enumerate(joint.primals)
@@ -114,7 +116,11 @@ class Region:
                 prim[i]._set_data(new)  # functionalised in-place writes, written back
         if self.bw is not None and TLS.grad_enabled:
             self._wire(inputs, arrays, results, outs[n_out + n_mut:])
-        return unflatten(self.out_spec, iter(results))
+        it = iter(results)
+        value = unflatten(self.out_spec, it)
+        if self.sinks:  # tensors the region stored (``self.last_loss = loss``): the real ones
+            write_back(self.sinks, it)
+        return value
 
     def _wire(self, inputs: list[Tensor], arrays: list, results: list[Tensor],
               saved_fw: tuple) -> None:
