@@ -373,3 +373,11 @@ def test_fallback_message_names_the_exception(caplog):
             pytest.raises(AttributeError):  # then the eager run raises it
         acg.compile(f)(acg.ones(2))
     assert "'D' object has no attribute 'missing'" in caplog.text
+
+
+def test_escape_docstring_example_runs() -> None:
+    import doctest
+
+    from autograd_compile.aot import escape
+    result = doctest.testmod(escape)
+    assert result.failed == 0 and result.attempted > 0
