@@ -27,7 +27,9 @@ from ..dispatch.dispatcher import OpOverload
 from ..dispatch.keys import TLS
 from ..fake import FakeTensor
 from ..fx import Graph, GraphModule
+from .. import runtime_checks
 from ..proxy_tensor import sym_size
+from ..runtime_checks import raise_failed
 from ..tensor import Tensor, _make
 from .escape import write_back
 from .partition import Parts
@@ -53,12 +55,17 @@ counters = Counters()
 
 def lower(graph: Graph) -> Callable[..., Any]:
     """The graph as one jitted function on arrays (sizes are static: jit traces each new
-    shape once, and ``sym_size`` reads the concrete shape then)."""
+    shape once, and ``sym_size`` reads the concrete shape then). It returns the graph's
+    outputs and the packed value checks its ops recorded (None without any)."""
     nodes = [n for n in graph.nodes if n.op != "placeholder"]
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
 
     def run(*arrays: Any) -> Any:
         counters["compiles"] += 1  # runs once per XLA compile (jit traces once per shape)
+        with runtime_checks.collecting() as checks:
+            return body(arrays), checks.pack()
+
+    def body(arrays: tuple) -> Any:
         env: dict = dict(zip(placeholders, arrays))
         for n in nodes:
             if n.op == "output":
@@ -107,7 +114,8 @@ class Region:
         arrays = [t._data for t in inputs]
         for kind, src in self.extras:  # keys drawn in the order the region drew them
             arrays.append(src._data if kind == "lifted" else src.next_key()._data)
-        outs = self.fw(*arrays)
+        outs, failed = self.fw(*arrays)
+        raise_failed(failed)  # before anything is written back, as eager raises first
         n_out, n_mut = self.n_out, len(self.mutated)
         results = [_make(a) for a in outs[:n_out]]
         if n_mut:
@@ -170,7 +178,8 @@ class CompiledFunctionBackward(Node):
             return list(self.region.backward_graph(*self._unpack_tensors(), *grads))
         grads = [g._data if g is not None else jnp.zeros(m.shape, m.dtype) for g, m in
                  zip(grad_outputs, self.input_meta)]
-        outs = self.region.bw(*self._unpack_arrays(), *grads)
+        outs, failed = self.region.bw(*self._unpack_arrays(), *grads)
+        raise_failed(failed)
         return [None if o is None else _make(o) for o in outs]
 
     def _unpack_arrays(self) -> list:

@@ -23,11 +23,12 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from .. import journal
+from .. import journal, runtime_checks
 from ..compiled_runtime import HOST_CALLS, WRITES, accumulate_grad, picker
 from ..dispatch.dispatcher import OpOverload
 from ..dispatch.keys import TLS, DispatchKey
 from ..fx import GraphModule, Node
+from ..runtime_checks import raise_failed
 from ..tensor import Tensor, _make, _unwrap, _wrap
 
 try:  # a lifted Python float must stay weakly typed (x_f32 * s stays f32), as in eager
@@ -108,12 +109,15 @@ class Segment:
         env: dict[Node, Any] = dict(zip(self.ext, ext))
         env.update(zip(self.static, static))
         inputs = dict(zip(self.input_ids, in_arrays))
-        for n in self.nodes:
-            env[n] = _lower(n, env, inputs, scalars)
-        return tuple(env[n] for n in self.outs)
+        with runtime_checks.collecting() as checks:
+            for n in self.nodes:
+                env[n] = _lower(n, env, inputs, scalars)
+            return tuple(env[n] for n in self.outs), checks.pack()
 
     def run(self, env: dict, inputs: list, scalars: Any) -> None:
-        out = self.fn(self.ext_of(env), self.inputs_of(inputs), scalars, self.static_of(env))
+        out, failed = self.fn(self.ext_of(env), self.inputs_of(inputs), scalars,
+                              self.static_of(env))
+        raise_failed(failed)  # the first failed value check, with eager's error
         env.update(zip(self.outs, out))
 
 
@@ -280,8 +284,9 @@ class JaxProgram:
         """``__call__`` for a straight plan: the program, then the writes."""
         seg, writes = self.straight
         static = seg.static_of(self._static_sizes(sizes))
-        out = seg.fn((), tuple([inputs[i]._data for i in seg.input_ids]),
-                     np.asarray(scalars, dtype=np.float64) if scalars else None, static)
+        out, failed = seg.fn((), tuple([inputs[i]._data for i in seg.input_ids]),
+                             np.asarray(scalars, dtype=np.float64) if scalars else None, static)
+        raise_failed(failed)
         plain = not TLS.mode_stack
         for fn, leaf_i, out_i in writes:
             _write(fn, leaves[leaf_i], out[out_i], plain)

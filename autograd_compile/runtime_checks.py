@@ -1,0 +1,144 @@
+"""Value checks (index bounds, class targets) that hold inside compiled programs too.
+
+Eager kernels check index values on the host before running (JAX would clamp or
+drop an out-of-range index silently). Inside a compiled program (``acg.compile``,
+compiled autograd's JAX backend) the values are traced, so a kernel instead
+*records* its check: a boolean "bad" and one integer detail (the offending index),
+computed in the program. The program returns all of them packed into one small
+array next to its outputs; the runtime reads it once per call and raises the first
+failed check's error, with the very type and text eager raises, before anything
+the call computed is written back.
+
+``ACG_CHECKS=0`` (or :func:`set_enabled`) leaves the checks out of programs traced
+afterwards (eager checks stay: they cost no program output).
+
+>>> import numpy as np, jax, jax.numpy as jnp
+>>> def prog(i):
+...     with collecting() as c:
+...         enforce(i >= 3, i, lambda v: IndexError(f"index {v} is out of bounds"))
+...         return i * 2, c.pack()
+>>> out, flags = jax.jit(prog)(jnp.int64(5))
+>>> raise_failed(flags)
+Traceback (most recent call last):
+IndexError: index 5 is out of bounds
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import threading
+from typing import Any, Callable, Iterator
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+ErrorFn = Callable[[int], BaseException]
+_ENABLED = os.environ.get("ACG_CHECKS", "1").lower() not in ("0", "false", "no", "")
+_TLS = threading.local()
+# trace id -> the error builders of that trace, in check order (the packed array names its
+# trace: one jitted program traces once per shape, each trace with its own sizes in the texts)
+_ERRORS: dict[int, list[ErrorFn]] = {}
+_IDS = itertools.count(1)
+
+
+def enabled() -> bool:
+    """Whether programs traced now carry value checks (``ACG_CHECKS``, default on)."""
+    return _ENABLED
+
+
+def set_enabled(flag: bool) -> bool:
+    """Turn the compiled checks on or off for programs traced from now on; returns the
+    previous setting (programs already compiled keep what they were traced with)."""
+    global _ENABLED
+    prev, _ENABLED = _ENABLED, bool(flag)
+    return prev
+
+
+class Collector:
+    """The checks one program's trace recorded."""
+
+    __slots__ = ("flags", "details", "errors")
+
+    def __init__(self) -> None:
+        self.flags: list[Any] = []
+        self.details: list[Any] = []
+        self.errors: list[ErrorFn] = []
+
+    def pack(self) -> Any:
+        """None without checks, else one int64 array ``[trace id, flag, detail, ...]``."""
+        if not self.flags:
+            return None
+        key = next(_IDS)
+        _ERRORS[key] = self.errors
+        cols = [jnp.asarray(key, jnp.int64)]
+        for f, d in zip(self.flags, self.details):
+            cols += [jnp.asarray(f, jnp.int64), jnp.asarray(d, jnp.int64)]
+        return jnp.stack(cols)
+
+
+@contextlib.contextmanager
+def collecting() -> Iterator[Collector]:
+    """Record the checks of the traced code inside (nested programs: the innermost)."""
+    stack = _TLS.__dict__.setdefault("stack", [])
+    c = Collector()
+    stack.append(c)
+    try:
+        yield c
+    finally:
+        stack.pop()
+
+
+def enforce(bad: Any, detail: Any, error: ErrorFn) -> None:
+    """Raise ``error(detail)`` now when ``bad`` is concrete and true; inside a program
+    being traced, record the check (nothing when no program collects, or checks are off)."""
+    if isinstance(bad, jax.core.Tracer) or isinstance(detail, jax.core.Tracer):
+        stack = getattr(_TLS, "stack", None)
+        if stack and _ENABLED:
+            c = stack[-1]
+            c.flags.append(jnp.any(bad))
+            c.details.append(detail)
+            c.errors.append(error)
+    elif bad:
+        raise error(int(detail))
+
+
+def active() -> bool:
+    """Whether a program being traced now collects checks (and checks are on)."""
+    return _ENABLED and bool(getattr(_TLS, "stack", None))
+
+
+def in_range(a: Any, low: int, high: int, error: ErrorFn, prefer: str = "first") -> None:
+    """Traced: record that every entry of ``a`` lies in ``[low, high)``. The detail is the
+    first offending entry (``prefer="first"``), or the extreme one eager names: the
+    maximum when it is too high else the minimum (``"high"``), or the other way round."""
+    if not active():
+        return
+    if prefer == "first":
+        bad, detail = first_bad(a, (a < low) | (a >= high))
+    else:
+        lo, hi = jnp.min(a), jnp.max(a)
+        bad = (lo < low) | (hi >= high)
+        detail = jnp.where(hi >= high, hi, lo) if prefer == "high" else \
+            jnp.where(lo < low, lo, hi)
+    enforce(bad, detail, error)
+
+
+def first_bad(a: Any, mask: Any) -> tuple[Any, Any]:
+    """(any of ``mask``, the first entry of ``a`` where it holds, in row-major order)."""
+    flat, m = jnp.ravel(a), jnp.ravel(mask)
+    return jnp.any(m), flat[jnp.argmax(m)]
+
+
+def raise_failed(packed: Any) -> None:
+    """After a call: raise the first failed check of a packed flags array (None: none)."""
+    if packed is None:
+        return
+    values = np.asarray(packed)
+    if not values[1::2].any():
+        return
+    errors = _ERRORS[int(values[0])]
+    for k, err in enumerate(errors):
+        if values[1 + 2 * k]:
+            raise err(int(values[2 + 2 * k]))
