@@ -99,9 +99,51 @@ def enforce(bad: Any, detail: Any, error: ErrorFn) -> None:
             c = stack[-1]
             c.flags.append(jnp.any(bad))
             c.details.append(detail)
-            c.errors.append(error)
+            call = getattr(_TLS, "call", None)
+            c.errors.append(error if call is None else _in_op(error, *call))
     elif bad:
         raise error(int(detail))
+
+
+def run_pre(pre: Callable, schema: Any, args: tuple, kwargs: dict) -> None:
+    """Run an op's value check ``pre`` inside a program's trace: what it records raises
+    the error eager raises for that op (``acg::gather: ...  called with (...)``)."""
+    prev, _TLS.call = getattr(_TLS, "call", None), (schema, args, kwargs)
+    try:
+        pre(*args, **kwargs)
+    finally:
+        _TLS.call = prev
+
+
+class _Described:
+    """An argument kept as the text eager's error gives it (no tracer outlives the trace)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+class _Op:
+    __slots__ = ("qualname", "schema")
+
+    def __init__(self, qualname: str, schema: Any) -> None:
+        self.qualname, self.schema = qualname, schema
+
+
+def _in_op(error: ErrorFn, schema: Any, args: tuple, kwargs: dict) -> ErrorFn:
+    """``error`` wrapped as the dispatcher wraps a kernel's failure in eager."""
+    from .errors import describe_value, op_error
+    texts = tuple(_Described(describe_value(v)) for v in args)  # as given, as eager names them
+    # keyword-only arguments: the Python API passes them all (a graph drops the defaults)
+    kw = {a.name: kwargs.get(a.name, a.default) for a in schema.arguments
+          if a.kwarg_only and (a.name in kwargs or a.has_default)}
+    kw = {k: _Described(describe_value(v)) for k, v in kw.items()}
+    op = _Op(schema.qualified_name, schema)
+    return lambda v: op_error(op, texts, kw, error(v))
 
 
 def active() -> bool:

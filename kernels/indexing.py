@@ -479,6 +479,14 @@ def getitem(x: Tensor, index: Any) -> Tensor:
     return x
 
 
+class _Shaped:
+    """The shape of an advanced-index write's target (index_put checks the indices, as
+    in PyTorch, where ``x[i] = v`` reads nothing)."""
+
+    def __init__(self, shape: tuple) -> None:
+        self.shape, self.ndim = shape, len(shape)
+
+
 def _value_like(value: Any, target: Any, dtype: Any) -> Any:
     """The assigned value as a tensor of ``target``'s shape and ``x``'s dtype."""
     if not isinstance(value, Tensor):
@@ -505,7 +513,10 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
     steps = steps_of(tuple(x.shape), index)
     bases = [alias_for_inplace(x)]  # reads see the value before the write
     for step in steps:
-        bases.append(_read(bases[-1], step))
+        if step[0] == "index" and step is steps[-1]:  # written, never read: its shape only
+            bases.append(_Shaped(_index_shape(tuple(bases[-1].shape), step[1])))
+        else:
+            bases.append(_read(bases[-1], step))
     new = _value_like(value, bases[-1], x.dtype)
     for step, base in zip(reversed(steps), reversed(bases[:-1])):
         new = _write(base, new, step)
