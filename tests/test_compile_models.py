@@ -381,3 +381,27 @@ def test_escape_docstring_example_runs() -> None:
     from autograd_compile.aot import escape
     result = doctest.testmod(escape)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_mnist_style_test_program_model_in_one_graph(mode):
+    """The ported test program's Net (tests/programs/mnist_style.py) under fullgraph=True."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).parent / "programs" / "mnist_style.py"
+    spec = importlib.util.spec_from_file_location("_mnist_style", path)
+    program = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(program)
+    model = program.Net().eval()  # dropout off: the same values
+    cmodel = acg.compile(model, fullgraph=True)
+    x = acg.tensor(_RNG.standard_normal((3, 1, 28, 28)).astype(np.float32))
+    y = _tokens(1, 3, 10).view(-1)
+    results = []
+    for fwd in (model, cmodel):
+        out = fwd(x)
+        with mode():
+            F.nll_loss(out, y).backward()
+        results.append((np.asarray(out), _grads_of(model)))
+    assert_close(results[1][0], results[0][0], rtol=1e-5, atol=1e-5)
+    for a, b in zip(results[1][1], results[0][1]):
+        assert_close(a, b, rtol=1e-4, atol=1e-6)
+    assert counters["eager_runs"] == 0
