@@ -173,6 +173,37 @@ def first_bad(a: Any, mask: Any) -> tuple[Any, Any]:
     return jnp.any(m), flat[jnp.argmax(m)]
 
 
+class CheckedProgram:
+    """A jitted program whose value checks run first as their own small program.
+
+    ``traced(*args)`` computes the outputs; jitted alone it records no checks (the main
+    program). The check program is the same trace collecting checks and returning only
+    them: XLA keeps just what the checks read (mostly the index inputs), so reading its
+    flags waits for that, not for the main program, which still runs asynchronously.
+    A program whose trace records no check (or checks off) never runs one again.
+    """
+
+    __slots__ = ("main", "checks", "unchecked")
+
+    def __init__(self, main: Callable, traced: Callable, **jit_kwargs: Any) -> None:
+        def checks(*args: Any) -> Any:
+            with collecting() as c:
+                traced(*args)
+                return c.pack()
+        self.main = jax.jit(main, **jit_kwargs)
+        self.checks = jax.jit(checks, **jit_kwargs)
+        self.unchecked = False
+
+    def __call__(self, *args: Any) -> Any:
+        if not self.unchecked:
+            packed = self.checks(*args)
+            if packed is None:
+                self.unchecked = True
+            else:
+                raise_failed(packed)  # before the program runs: nothing is written back
+        return self.main(*args)
+
+
 def raise_failed(packed: Any) -> None:
     """After a call: raise the first failed check of a packed flags array (None: none)."""
     if packed is None:

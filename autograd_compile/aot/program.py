@@ -27,9 +27,8 @@ from ..dispatch.dispatcher import OpOverload
 from ..dispatch.keys import TLS
 from ..fake import FakeTensor
 from ..fx import Graph, GraphModule
-from .. import runtime_checks
 from ..proxy_tensor import sym_size
-from ..runtime_checks import raise_failed
+from ..runtime_checks import CheckedProgram
 from ..tensor import Tensor, _make
 from .escape import write_back
 from .partition import Parts
@@ -55,17 +54,16 @@ counters = Counters()
 
 def lower(graph: Graph) -> Callable[..., Any]:
     """The graph as one jitted function on arrays (sizes are static: jit traces each new
-    shape once, and ``sym_size`` reads the concrete shape then). It returns the graph's
-    outputs and the packed value checks its ops recorded (None without any)."""
+    shape once, and ``sym_size`` reads the concrete shape then); the value checks its ops
+    record (index bounds) run first, as their own small program."""
     nodes = [n for n in graph.nodes if n.op != "placeholder"]
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
 
     def run(*arrays: Any) -> Any:
         counters["compiles"] += 1  # runs once per XLA compile (jit traces once per shape)
-        with runtime_checks.collecting() as checks:
-            return body(arrays), checks.pack()
+        return body(*arrays)
 
-    def body(arrays: tuple) -> Any:
+    def body(*arrays: Any) -> Any:
         env: dict = dict(zip(placeholders, arrays))
         for n in nodes:
             if n.op == "output":
@@ -78,7 +76,7 @@ def lower(graph: Graph) -> Callable[..., Any]:
             else:  # size arithmetic on plain ints
                 env[n] = n.target(*args, **kwargs)
         raise AssertionError("graph without output")
-    return jax.jit(run)
+    return CheckedProgram(run, body)
 
 
 class Region:
@@ -114,8 +112,7 @@ class Region:
         arrays = [t._data for t in inputs]
         for kind, src in self.extras:  # keys drawn in the order the region drew them
             arrays.append(src._data if kind == "lifted" else src.next_key()._data)
-        outs, failed = self.fw(*arrays)
-        raise_failed(failed)  # before anything is written back, as eager raises first
+        outs = self.fw(*arrays)  # a failed value check raises before anything is written
         n_out, n_mut = self.n_out, len(self.mutated)
         results = [_make(a) for a in outs[:n_out]]
         if n_mut:
@@ -178,8 +175,7 @@ class CompiledFunctionBackward(Node):
             return list(self.region.backward_graph(*self._unpack_tensors(), *grads))
         grads = [g._data if g is not None else jnp.zeros(m.shape, m.dtype) for g, m in
                  zip(grad_outputs, self.input_meta)]
-        outs, failed = self.region.bw(*self._unpack_arrays(), *grads)
-        raise_failed(failed)
+        outs = self.region.bw(*self._unpack_arrays(), *grads)
         return [None if o is None else _make(o) for o in outs]
 
     def _unpack_arrays(self) -> list:

@@ -23,12 +23,12 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from .. import journal, runtime_checks
+from .. import journal
 from ..compiled_runtime import HOST_CALLS, WRITES, accumulate_grad, picker
 from ..dispatch.dispatcher import OpOverload
 from ..dispatch.keys import TLS, DispatchKey
 from ..fx import GraphModule, Node
-from ..runtime_checks import raise_failed
+from ..runtime_checks import CheckedProgram
 from ..tensor import Tensor, _make, _unwrap, _wrap
 
 try:  # a lifted Python float must stay weakly typed (x_f32 * s stays f32), as in eager
@@ -101,23 +101,24 @@ class Segment:
         self.ext_of, self.static_of = picker(self.ext), picker(self.static)
         self.inputs_of = picker(self.input_ids)
         self.outs = [n for n in nodes if n in needed_later]
-        self.fn = jax.jit(self._trace, static_argnums=(3,))
+        # value checks (index bounds) run first as their own small program
+        self.fn = CheckedProgram(self._counted, self._trace, static_argnums=(3,))
 
-    def _trace(self, ext: tuple, in_arrays: tuple, scalars: Any, static: tuple) -> tuple:
+    def _counted(self, ext: tuple, in_arrays: tuple, scalars: Any, static: tuple) -> tuple:
         from ..compiled_autograd import counters
         counters["compiles"] += 1  # runs once per XLA compile (jit traces once per shape)
+        return self._trace(ext, in_arrays, scalars, static)
+
+    def _trace(self, ext: tuple, in_arrays: tuple, scalars: Any, static: tuple) -> tuple:
         env: dict[Node, Any] = dict(zip(self.ext, ext))
         env.update(zip(self.static, static))
         inputs = dict(zip(self.input_ids, in_arrays))
-        with runtime_checks.collecting() as checks:
-            for n in self.nodes:
-                env[n] = _lower(n, env, inputs, scalars)
-            return tuple(env[n] for n in self.outs), checks.pack()
+        for n in self.nodes:
+            env[n] = _lower(n, env, inputs, scalars)
+        return tuple(env[n] for n in self.outs)
 
     def run(self, env: dict, inputs: list, scalars: Any) -> None:
-        out, failed = self.fn(self.ext_of(env), self.inputs_of(inputs), scalars,
-                              self.static_of(env))
-        raise_failed(failed)  # the first failed value check, with eager's error
+        out = self.fn(self.ext_of(env), self.inputs_of(inputs), scalars, self.static_of(env))
         env.update(zip(self.outs, out))
 
 
@@ -284,9 +285,8 @@ class JaxProgram:
         """``__call__`` for a straight plan: the program, then the writes."""
         seg, writes = self.straight
         static = seg.static_of(self._static_sizes(sizes))
-        out, failed = seg.fn((), tuple([inputs[i]._data for i in seg.input_ids]),
-                             np.asarray(scalars, dtype=np.float64) if scalars else None, static)
-        raise_failed(failed)
+        out = seg.fn((), tuple([inputs[i]._data for i in seg.input_ids]),
+                     np.asarray(scalars, dtype=np.float64) if scalars else None, static)
         plain = not TLS.mode_stack
         for fn, leaf_i, out_i in writes:
             _write(fn, leaves[leaf_i], out[out_i], plain)
