@@ -4,10 +4,11 @@ Eager kernels check index values on the host before running (JAX would clamp or
 drop an out-of-range index silently). Inside a compiled program (``acg.compile``,
 compiled autograd's JAX backend) the values are traced, so a kernel instead
 *records* its check: a boolean "bad" and one integer detail (the offending index),
-computed in the program. The program returns all of them packed into one small
-array next to its outputs; the runtime reads it once per call and raises the first
-failed check's error, with the very type and text eager raises, before anything
-the call computed is written back.
+computed in the program. The checks of one program are packed into one small int64
+array, computed by a program of their own (:class:`CheckedProgram`: the same trace,
+of which XLA keeps only what the checks read); the runtime reads it once per call,
+before the main program runs, and raises the first failed check's error with the
+very type and text eager raises, so nothing the call would compute is written back.
 
 ``ACG_CHECKS=0`` (or :func:`set_enabled`) leaves the checks out of programs traced
 afterwards (eager checks stay: they cost no program output).
