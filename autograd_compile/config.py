@@ -6,6 +6,8 @@
 - ``ACG_DEBUG``: ``1`` adds extra context to errors.
 - ``ACG_CHECK``: ``1`` runs IR checkers (``Graph.lint()``,
   ``dispatcher.check_invariants``) after every pass and registration.
+- ``ACG_CHECKS``: ``0`` leaves index-bounds and class-target checks out of compiled
+  programs (see ``runtime_checks``; eager checks stay).
 - ``ACG_SLOW``: ``1`` turns on the long fuzzing and soak tests (``make test-slow``).
 - ``ACG_XLA_CPU_FIX``: ``0`` keeps XLA's CPU defaults (see :func:`apply_xla_cpu_fix`).
 """

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable
 
 import jax
 
+from autograd_compile import runtime_checks
 from autograd_compile.dispatch.schema import FunctionSchema
 
 _TRACED_TYPES = ("Tensor", "Scalar", "float")
@@ -118,7 +119,10 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
 
     def run(*args: Any, **kwargs: Any) -> Any:
         if pre is not None:
-            pre(*args, **kwargs)
+            if runtime_checks.active():  # inside a program's trace: the op names its check
+                runtime_checks.run_pre(pre, schema, args, kwargs)
+            else:
+                pre(*args, **kwargs)
         values, fixed = [], []
         try:
             for v, t in zip(schema.bind(args, kwargs), traced):

@@ -236,6 +236,11 @@ def install_tensor_methods(cls: type) -> None:
         setattr(cls, name, fn)
     cls.is_cuda = property(lambda self: self.device.type == "cuda")
     cls.is_cpu = property(lambda self: self.device.type == "cpu")
+    # the other device kinds and layouts PyTorch asks about (``input.is_cuda or input.is_xpu``)
+    for kind in ("xpu", "mps", "meta", "ipu", "xla", "mtia", "maia", "vulkan"):
+        setattr(cls, f"is_{kind}", property(lambda self, k=kind: self.device.type == k))
+    for layout in ("mkldnn", "quantized", "sparse", "sparse_csr", "nested"):
+        setattr(cls, f"is_{layout}", property(lambda self: False))
     cls.get_device = lambda self: -1 if self.device.index is None else self.device.index
     cls.T = property(lambda self: A.permute(self, list(builtins.range(self.ndim))[::-1]))
     cls.mT = property(lambda self: A.transpose(self, -2, -1))

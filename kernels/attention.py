@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from autograd_compile import runtime_checks
 from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import defop, reduce_grad
@@ -165,13 +166,18 @@ def _embedding_rule(w: Any, idx: Any, padding_idx: int = -1, scale_grad_by_freq:
 
 
 def _check_indices(w: Any, idx: Any, *rest: Any, **kwargs: Any) -> None:
-    """Eager only: jax would clamp an out-of-range index silently."""
-    if isinstance(idx, jax.core.Tracer) or not idx.size:
+    """jax would clamp an out-of-range index silently: checked on the host, or inside a
+    compiled program (runtime_checks)."""
+    if not idx.size:
         return
+    rows = w.shape[0]
+    error = lambda i: IndexError(f"index out of range in self: embedding of {rows} rows got "  # noqa: E731
+                                 f"index {i}")
+    if isinstance(idx, jax.core.Tracer):
+        return runtime_checks.in_range(idx, 0, rows, error, prefer="low")
     a = np.asarray(idx)
-    if a.min() < 0 or a.max() >= w.shape[0]:
-        raise IndexError(f"index out of range in self: embedding of {w.shape[0]} rows got "
-                         f"index {a.min() if a.min() < 0 else a.max()}")
+    if a.min() < 0 or a.max() >= rows:
+        raise error(a.min() if a.min() < 0 else a.max())
 
 
 def _embedding_backward(g: Any, w: Any, idx: Any, padding_idx: int, scale_grad_by_freq: bool,

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from autograd_compile import runtime_checks
 from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import defop, inplace, reduce_grad, scaled, wants
@@ -70,13 +71,18 @@ def _slices_rule(name: str, x: Any, dim: int, index: Any, source: Any) -> Tensor
 
 
 def _bounds(message: str, negatives: bool):
-    """An eager check of the index values (jax would clip or drop an out-of-range one)."""
+    """A check of the index values (jax would clip or drop an out-of-range one), on the
+    host or inside a compiled program (runtime_checks)."""
     def check(x: Any, dim: int, index: Any, *rest: Any, **kw: Any) -> None:
-        if isinstance(index, jax.core.Tracer) or not index.size:
+        if not index.size:
             return
-        d, a = wrap_dim(dim, x.ndim), np.asarray(index)
+        d = wrap_dim(dim, x.ndim)
         size = x.shape[d] if x.ndim else 1
         low = -size if negatives else 0
+        if isinstance(index, jax.core.Tracer):
+            return runtime_checks.in_range(index, low, size, lambda i: IndexError(
+                message.format(i=i, d=d, size=size)))
+        a = np.asarray(index)
         bad = a[(a < low) | (a >= size)]
         if bad.size:
             raise IndexError(message.format(i=int(bad[0]), d=d, size=size))

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from autograd_compile import runtime_checks
 from autograd_compile.autograd.derivatives import alias_for_inplace
 from autograd_compile.tracing.fake import TensorMeta
 from autograd_compile.tracing.symbolic_shapes import SymInt
@@ -159,16 +160,26 @@ def _index_shape(shape: tuple, indices: list) -> tuple:
 
 
 def _check_bounds(x: Any, indices: list, *rest: Any) -> None:
-    """Eager only (concrete indices): jax would clamp an out-of-range index silently."""
+    """jax would clamp an out-of-range index silently: checked on the host, or inside a
+    compiled program (runtime_checks)."""
     shape = x.shape
     for d, t in enumerate(indices):
-        if t is None or isinstance(t, jax.core.Tracer) or not t.size:
+        if t is None or not t.size:
+            continue
+        if isinstance(t, jax.core.Tracer):
+            if t.dtype != bool:
+                runtime_checks.in_range(t, -shape[d], shape[d], _out_of_bounds(d, shape[d]),
+                                        prefer="high")
             continue
         a = np.asarray(t)
         bad = a.max() if a.max() >= shape[d] else a.min() if a.min() < -shape[d] else None
         if bad is not None:
             raise IndexError(f"index {bad} is out of bounds for dimension {d} with size "
                              f"{shape[d]}")
+
+
+def _out_of_bounds(d: int, size: int) -> Any:
+    return lambda i: IndexError(f"index {i} is out of bounds for dimension {d} with size {size}")
 
 
 def _jnp_index(indices: list) -> tuple:
@@ -231,11 +242,16 @@ def _scatter_add(x: Any, dim: int, index: Any, src: Any) -> Any:
 
 
 def _check_index(x: Any, dim: int, index: Any, *rest: Any) -> None:
-    """Eager only: jax would drop an out-of-range scatter index silently."""
-    if isinstance(index, jax.core.Tracer) or not index.size:
+    """jax would drop an out-of-range scatter index silently: checked on the host, or
+    inside a compiled program (runtime_checks)."""
+    if not index.size:
         return
-    d, a = wrap_dim(dim, x.ndim), np.asarray(index)
+    d = wrap_dim(dim, x.ndim)
     size = x.shape[d] if x.ndim else 1
+    if isinstance(index, jax.core.Tracer):
+        return runtime_checks.in_range(index, -size, size, _out_of_bounds(d, size),
+                                       prefer="high")
+    a = np.asarray(index)
     if a.min() < -size or a.max() >= size:
         bad = a.max() if a.max() >= size else a.min()
         raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
@@ -285,7 +301,15 @@ def _one_hot_rule(x: Any, num_classes: int) -> TensorMeta:
 
 
 def _check_classes(x: Any, num_classes: int) -> None:
-    if isinstance(x, jax.core.Tracer) or not x.size:
+    if not x.size:
+        return
+    if isinstance(x, jax.core.Tracer):  # inside a compiled program: recorded there
+        if runtime_checks.active():
+            runtime_checks.enforce(jnp.min(x) < 0, 0, lambda _: RuntimeError(
+                "one_hot: Class values must be non-negative."))
+            runtime_checks.enforce(jnp.max(x) >= num_classes, jnp.max(x), lambda i: RuntimeError(
+                f"one_hot: Class values must be smaller than num_classes ({num_classes}), "
+                f"got {i}."))
         return
     a = np.asarray(x)
     if a.min() < 0:
@@ -455,6 +479,14 @@ def getitem(x: Tensor, index: Any) -> Tensor:
     return x
 
 
+class _Shaped:
+    """The shape of an advanced-index write's target (index_put checks the indices, as
+    in PyTorch, where ``x[i] = v`` reads nothing)."""
+
+    def __init__(self, shape: tuple) -> None:
+        self.shape, self.ndim = shape, len(shape)
+
+
 def _value_like(value: Any, target: Any, dtype: Any) -> Any:
     """The assigned value as a tensor of ``target``'s shape and ``x``'s dtype."""
     if not isinstance(value, Tensor):
@@ -481,7 +513,10 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
     steps = steps_of(tuple(x.shape), index)
     bases = [alias_for_inplace(x)]  # reads see the value before the write
     for step in steps:
-        bases.append(_read(bases[-1], step))
+        if step[0] == "index" and step is steps[-1]:  # written, never read: its shape only
+            bases.append(_Shaped(_index_shape(tuple(bases[-1].shape), step[1])))
+        else:
+            bases.append(_read(bases[-1], step))
     new = _value_like(value, bases[-1], x.dtype)
     for step, base in zip(reversed(steps), reversed(bases[:-1])):
         new = _write(base, new, step)

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import jax.scipy.special as jsp
 import numpy as np
 
+from autograd_compile import runtime_checks
 from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import defop, reduce_grad
@@ -211,14 +212,21 @@ def _ce_rule(x: Any, t: Any, w: Any = None, reduction: str = "mean", ignore_inde
 
 def _check_targets(x: Any, t: Any, w: Any = None, reduction: str = "mean",
                    ignore_index: int = -100, label_smoothing: float = 0.0) -> None:
-    """Eager only: jax would clamp an out-of-range class silently."""
-    if isinstance(t, jax.core.Tracer) or not t.size:
+    """jax would clamp an out-of-range class silently: checked on the host, or inside a
+    compiled program (runtime_checks)."""
+    if not t.size:
         return
     classes = x.shape[1 if x.ndim > 1 else 0]
+    error = lambda i: RuntimeError(f"Target {i} is out of bounds (classes: {classes}).")  # noqa: E731
+    if isinstance(t, jax.core.Tracer):
+        if runtime_checks.active():
+            runtime_checks.enforce(*runtime_checks.first_bad(
+                t, (t != ignore_index) & ((t < 0) | (t >= classes))), error)
+        return
     a = np.asarray(t)
     bad = a[(a != ignore_index) & ((a < 0) | (a >= classes))]
     if bad.size:
-        raise RuntimeError(f"Target {bad.flat[0]} is out of bounds (classes: {classes}).")
+        raise error(bad.flat[0])
 
 
 def _cross_entropy(x: Any, t: Any, w: Any = None, reduction: str = "mean",

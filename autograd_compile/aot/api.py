@@ -15,6 +15,7 @@ from ..compiled_autograd.runtime import picker
 from ..dispatch.keys import TLS
 from ..nn.modules import Module
 from ..tensor import Tensor
+from .escape import Sinks
 from .guards import SizeGuards, signature_diff
 from .partition import partition
 from .program import Region, counters
@@ -54,6 +55,7 @@ class CompiledFunction:
         self._fn, self._module = fn, module
         self.dynamic, self.fullgraph = dynamic, fullgraph
         self._entries: list[_Entry] = []
+        self._auto: set[int] = set()  # argument size positions seen to change: symbolic next
         self._warned: set[str] = set()
         roots = (lambda: [module]) if module is not None else \
             (lambda: [v for v in _referenced(fn) if isinstance(v, Module)])
@@ -101,6 +103,7 @@ class CompiledFunction:
                             f"({CACHE_SIZE_LIMIT} traces); running it eagerly for new guards. "
                             f"Last miss: {self._why(sig, sizes)}")
             return None
+        self._mark_dynamic(sig, sizes)
         try:
             entry = self._trace(args, kwargs, leaves, state, sig)
         except NotTraceable as e:
@@ -117,9 +120,14 @@ class CompiledFunction:
         counters["traces"] += 1
         _, in_spec = flatten((args, kwargs), keyed=False)
         fn = self._module if self._module is not None else self._fn
+        dynamic: Any = self.dynamic
+        if dynamic is None and self._auto:  # automatic dynamic: leading sizes and changed ones
+            dims = [d for t in leaves for d in range(t.ndim)]
+            dynamic = [d == 0 or i in self._auto for i, d in enumerate(dims)]
+        sinks = Sinks(self._modules.modules, self._fn)
         with _registries_kept(self._modules.modules):
             joint = trace_joint(fn, in_spec, leaves, _arg_names(self._fn, args, kwargs),
-                                list(zip(self._modules.names, state)), self.dynamic, sig[0])
+                                list(zip(self._modules.names, state)), dynamic, sig[0], sinks)
         region = Region(joint, partition(joint))
         if config.log_enabled("aot"):
             bw = region.backward_graph
@@ -127,6 +135,17 @@ class CompiledFunction:
                       region.forward_graph.code, bw.code if bw is not None else "(none)",
                       joint.sizes.shape_env.format_guards())
         return _Entry(sig, joint.sizes, region)
+
+    def _mark_dynamic(self, sig: tuple, sizes: list[int]) -> None:
+        """A size that differs from a trace of the same signature becomes symbolic at this
+        trace (like torch's automatic dynamic shapes): a growing sequence retraces once, not
+        once per length."""
+        if self.dynamic is not None:
+            return
+        for e in self._entries:
+            if e.sig == sig and e.sizes is not None and len(e.sizes.hints) == len(sizes):
+                self._auto.update(i for i, (a, b) in enumerate(zip(e.sizes.hints, sizes))
+                                  if a != b)
 
     def _why(self, sig: tuple, sizes: list[int]) -> str:
         """The difference to the closest cached trace (the longest equal signature prefix)."""
@@ -148,6 +167,7 @@ class CompiledFunction:
 
     def _reset(self) -> None:
         self._entries.clear()
+        self._auto.clear()
         self._warned.clear()
 
 

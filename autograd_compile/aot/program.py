@@ -28,7 +28,9 @@ from ..dispatch.keys import TLS
 from ..tracing.fake import FakeTensor
 from ..fx import Graph, GraphModule
 from ..tracing.proxy_tensor import sym_size
+from ..runtime_checks import CheckedProgram
 from ..tensor import Tensor, _make
+from .escape import write_back
 from .partition import Parts
 from .trace import Joint
 from .tree import unflatten
@@ -52,12 +54,16 @@ counters = Counters()
 
 def lower(graph: Graph) -> Callable[..., Any]:
     """The graph as one jitted function on arrays (sizes are static: jit traces each new
-    shape once, and ``sym_size`` reads the concrete shape then)."""
+    shape once, and ``sym_size`` reads the concrete shape then); the value checks its ops
+    record (index bounds) run first, as their own small program."""
     nodes = [n for n in graph.nodes if n.op != "placeholder"]
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
 
     def run(*arrays: Any) -> Any:
         counters["compiles"] += 1  # runs once per XLA compile (jit traces once per shape)
+        return body(*arrays)
+
+    def body(*arrays: Any) -> Any:
         env: dict = dict(zip(placeholders, arrays))
         for n in nodes:
             if n.op == "output":
@@ -70,7 +76,7 @@ def lower(graph: Graph) -> Callable[..., Any]:
             else:  # size arithmetic on plain ints
                 env[n] = n.target(*args, **kwargs)
         raise AssertionError("graph without output")
-    return jax.jit(run)
+    return CheckedProgram(run, body)
 
 
 class Region:
@@ -85,6 +91,7 @@ class Region:
         self.n_inputs = sum(p.kind in ("arg", "state") for p in joint.primals)
         self.extras = [(p.kind, p.source) for p in joint.primals[self.n_inputs:]]
         self.out_spec, self.diff = joint.out_spec, joint.differentiable
+        self.sinks = joint.sinks
         self.n_out = len(joint.outputs)
         self.mutated = [i for i, _ in joint.mutations]
         self.snapshot = set(self.mutated) | {i for i, p in enumerate(joint.primals)
@@ -105,7 +112,7 @@ class Region:
         arrays = [t._data for t in inputs]
         for kind, src in self.extras:  # keys drawn in the order the region drew them
             arrays.append(src._data if kind == "lifted" else src.next_key()._data)
-        outs = self.fw(*arrays)
+        outs = self.fw(*arrays)  # a failed value check raises before anything is written
         n_out, n_mut = self.n_out, len(self.mutated)
         results = [_make(a) for a in outs[:n_out]]
         if n_mut:
@@ -114,7 +121,11 @@ class Region:
                 prim[i]._set_data(new)  # functionalised in-place writes, written back
         if self.bw is not None and TLS.grad_enabled:
             self._wire(inputs, arrays, results, outs[n_out + n_mut:])
-        return unflatten(self.out_spec, iter(results))
+        it = iter(results)
+        value = unflatten(self.out_spec, it)
+        if self.sinks:  # tensors the region stored (``self.last_loss = loss``): the real ones
+            write_back(self.sinks, it)
+        return value
 
     def _wire(self, inputs: list[Tensor], arrays: list, results: list[Tensor],
               saved_fw: tuple) -> None:

@@ -35,6 +35,7 @@ from ..modes import DispatchMode
 from ..tracing.proxy_tensor import ProxyTracer, track_tensor_tree, tracing
 from ..tracing.symbolic_shapes import ShapeEnv, is_symbolic
 from ..tensor import Tensor
+from .escape import Sink, Sinks
 from .guards import SizeGuards
 from .tree import flatten, unflatten
 
@@ -69,6 +70,7 @@ class Joint:
         self.graph, self.primals, self.tangents = graph, primals, tangents
         self.outputs, self.differentiable, self.out_spec = outputs, differentiable, out_spec
         self.mutations, self.grads, self.sizes = mutations, grads, sizes
+        self.sinks: list[Sink] = []  # where the outputs after the returned ones are stored
 
     @property
     def grad_primals(self) -> list[int]:
@@ -152,16 +154,24 @@ def _hook_count(t: Tensor) -> int:
 
 
 def trace_joint(fn: Callable, in_spec: tuple, args: list[Tensor], arg_names: list[str],
-                state: list[tuple[str, Tensor]], dynamic: bool | None, grad: bool) -> Joint:
-    """Trace ``fn(*args, **kwargs)`` (rebuilt from ``in_spec``) into a joint graph."""
+                state: list[tuple[str, Tensor]], dynamic: bool | None | list[bool], grad: bool,
+                sinks: Sinks | None = None) -> Joint:
+    """Trace ``fn(*args, **kwargs)`` (rebuilt from ``in_spec``) into a joint graph.
+
+    ``dynamic`` may also be one flag per argument size (then parameters' sizes are static);
+    ``sinks`` watches where the region may store tensors (they become extra outputs)."""
     tracer = ProxyTracer()
     shape_env = ShapeEnv()
     fake_mode = FakeTensorMode(shape_env)
     st = _State(tracer, fake_mode, grad)
-    sized = list(args) + ([t for _, t in state] if dynamic else [])
+    sized = list(args) + ([t for _, t in state] if dynamic is True else [])
     names = [f"{n}.size({d})" for n, t in zip(arg_names + [n for n, _ in state], sized)
              for d in range(t.ndim)]
-    flags = [bool(dynamic) or (dynamic is None and d == 0) for t in sized for d in range(t.ndim)]
+    if isinstance(dynamic, list):
+        flags, dynamic = dynamic, None
+    else:
+        flags = [bool(dynamic) or (dynamic is None and d == 0) for t in sized
+                 for d in range(t.ndim)]
     sizes = SizeGuards([s for t in sized for s in t.shape], shape_env, flags, names)
     it = iter(sizes.symbolic)
     fakes = [st.add_tensor("arg", n, t, tuple(next(it) for _ in t.shape))
@@ -175,7 +185,9 @@ def trace_joint(fn: Callable, in_spec: tuple, args: list[Tensor], arg_names: lis
                 set_grad_enabled(grad):
             out = fn(*call_args, **call_kwargs)
             outs, out_spec = flatten(out, keyed=False)
-            outs = [st.swap(o) for o in outs]
+            stored = sinks.stored() if sinks is not None else []
+            outs = [st.swap(o) for o in outs + [t for _, ts in stored for t in ts]]
+            _check_constants(tracer)
             _check_outputs(out_spec, tracer, outs)
             out_nodes = [tracer.tensor_proxies.get(o).node for o in outs]
             mutations = _mutations(st)
@@ -186,12 +198,24 @@ def trace_joint(fn: Callable, in_spec: tuple, args: list[Tensor], arg_names: lis
     except Exception as e:  # data-dependent control flow, .item(), missing symbolic rules...
         raise NotTraceable(_describe(e)) from e
     finally:
+        if sinks is not None:
+            sinks.restore()
         _restore_data(st)
     diff = [o.requires_grad for o in outs]
     tracer.graph.output((*out_nodes, *(n for _, n in mutations), *grads))
     tracer.graph.eliminate_dead_code()
-    return Joint(tracer.graph, st.primals, tangents, out_nodes, diff, out_spec, mutations,
-                 grads, sizes.finalize())
+    joint = Joint(tracer.graph, st.primals, tangents, out_nodes, diff, out_spec, mutations,
+                  grads, sizes.finalize())
+    joint.sinks = [s for s, _ in stored]
+    return joint
+
+
+def _check_constants(tracer: ProxyTracer) -> None:
+    """Every tensor an op read is an input or was computed in the trace; a fake from
+    elsewhere (another trace) has no value the program could hold."""
+    if tracer.constants:
+        raise NotTraceable(f"the region reads {len(tracer.constants)} tensor(s) from another "
+                           "trace (a fake tensor stored outside a region)")
 
 
 @contextlib.contextmanager
@@ -297,4 +321,15 @@ def _describe(e: Exception) -> str:
         if not frame.filename.startswith(ours) and not frame.filename.startswith("<"):
             where = f" (at {frame.filename}:{frame.lineno}: {frame.line})"
             break
-    return f"{type(e).__name__}: {e}{where}"
+    return f"{type(e).__name__}: {_message(e)}{where}"
+
+
+def _message(e: BaseException) -> str:
+    """The exception's text; one raised without any (a C attribute lookup) gets one built
+    from what it carries, so a fallback log never prints an empty reason."""
+    text = str(e)
+    if text:
+        return text
+    if isinstance(e, AttributeError) and getattr(e, "name", None):
+        return f"{type(getattr(e, 'obj', None)).__name__!r} object has no attribute {e.name!r}"
+    return repr(e) if e.args else f"{type(e).__name__} raised without a message"

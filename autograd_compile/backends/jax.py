@@ -29,6 +29,7 @@ from ..compiled_autograd.runtime import HOST_CALLS, WRITES, accumulate_grad, pic
 from ..dispatch.dispatcher import OpOverload
 from ..dispatch.keys import TLS, DispatchKey
 from ..fx import GraphModule, Node
+from ..runtime_checks import CheckedProgram
 from ..tensor import Tensor, _make, _unwrap, _wrap
 
 try:  # a lifted Python float must stay weakly typed (x_f32 * s stays f32), as in eager
@@ -101,10 +102,14 @@ class Segment:
         self.ext_of, self.static_of = picker(self.ext), picker(self.static)
         self.inputs_of = picker(self.input_ids)
         self.outs = [n for n in nodes if n in needed_later]
-        self.fn = jax.jit(self._trace, static_argnums=(3,))
+        # value checks (index bounds) run first as their own small program
+        self.fn = CheckedProgram(self._counted, self._trace, static_argnums=(3,))
+
+    def _counted(self, ext: tuple, in_arrays: tuple, scalars: Any, static: tuple) -> tuple:
+        counters["compiles"] += 1  # runs once per XLA compile (jit traces once per shape)
+        return self._trace(ext, in_arrays, scalars, static)
 
     def _trace(self, ext: tuple, in_arrays: tuple, scalars: Any, static: tuple) -> tuple:
-        counters["compiles"] += 1  # runs once per XLA compile (jit traces once per shape)
         env: dict[Node, Any] = dict(zip(self.ext, ext))
         env.update(zip(self.static, static))
         inputs = dict(zip(self.input_ids, in_arrays))

@@ -52,7 +52,7 @@ def _check(reduction: str) -> None:
 def concrete(t: Tensor) -> bool:
     """Whether ``t`` holds values (not a FakeTensor traced by ``acg.compile``): value checks
     such as torch's run only then, so that a compiled program stays one graph."""
-    from ..fake import FakeTensor  # fake imports nn lazily; a local import avoids a cycle
+    from ..tracing.fake import FakeTensor  # fake imports nn lazily; a local import avoids a cycle
     return not isinstance(t, FakeTensor)
 
 

@@ -24,6 +24,7 @@ from ..dispatch.keys import DispatchKey, include_keys
 from ..errors import op_error
 from .lifted import plain
 from ..modes import DispatchMode
+from .symbolic_shapes import _WeakIdKeyDict
 from ..tensor import Tensor, _init
 
 
@@ -35,6 +36,8 @@ class TensorMeta(NamedTuple):
 
 
 SHAPE_RULES: dict[OpOverload, Callable[..., Any]] = {}
+# alias -> the fake it was made from (``x[i] = v`` reads an alias of x made above the dispatcher)
+ALIAS_OF: "_WeakIdKeyDict[Tensor, Tensor]" = _WeakIdKeyDict()
 
 
 def register_shape_rule(op: OpOverload, rule: Callable[..., Any]) -> Callable[[], None]:
@@ -69,10 +72,14 @@ class FakeTensor(Tensor):
 
     @property
     def device(self) -> Any:
-        return self._fake_device if self._fake_device is not None else jax.devices()[0]
+        from .device import device, of_jax
+        d = self._fake_device if self._fake_device is not None else jax.devices()[0]
+        return d if isinstance(d, device) else of_jax(d)  # an acg.device, as a real tensor's
 
     def _shallow_alias(self) -> "FakeTensor":
-        return FakeTensor(self._fake_shape, self._fake_dtype, self.fake_mode, self._fake_device)
+        alias = FakeTensor(self._fake_shape, self._fake_dtype, self.fake_mode, self._fake_device)
+        ALIAS_OF[alias] = self  # tracing maps it to self's proxy when it is first used
+        return alias
 
     def _set_data(self, array: Any, bump: bool = True) -> None:
         if bump:

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator
 
 from ..autograd.saved import output_aliases
 from ..dispatch.dispatcher import OpOverload
-from .fake import FakeTensor, FakeTensorMode
+from .fake import ALIAS_OF, FakeTensor, FakeTensorMode
 from ..fx import Graph, GraphModule, Proxy, Tracer
 from .lifted import LiftedScalar
 from ..modes import DispatchMode
@@ -84,6 +84,9 @@ def _track_sizes(t: Tensor, proxy: Proxy, tracer: ProxyTracer) -> None:
 def fetch_tensor_proxy(tracer: ProxyTracer, t: Tensor) -> Proxy:
     """The proxy of ``t``; tensors created outside the trace become constants."""
     proxy = tracer.tensor_proxies.get(t)
+    if proxy is None and (src := ALIAS_OF.get(t)) is not None:  # an alias made before a write:
+        proxy = fetch_tensor_proxy(tracer, src)  # the source's value now, pinned to the alias
+        tracer.tensor_proxies[t] = proxy
     return proxy if proxy is not None else tracer.lift_constant(t)
 
 

@@ -1,0 +1,149 @@
+"""Tensors that leave a traced region other than by its return value.
+
+A forward may store what it computed: ``self.last_loss = loss`` (llama2.c),
+``self.src_mask = mask`` (a word-language Transformer), a ``global cache``
+assignment or a ``nonlocal`` write to a closure. While tracing, those values are
+fake tensors; left in place they would be what the user reads afterwards and what
+the next trace reads. Instead each such place (a *sink*) is found by comparing
+the module attributes, globals and closure cells the region can reach before and
+after the trace; its tensors become extra outputs of the program, and after every
+call the real results are written to the sink, as the eager forward would leave
+them. The trace itself leaves every sink as it was.
+
+>>> import autograd_compile as acg
+>>> class M(acg.nn.Module):
+...     def forward(self, x):
+...         self.last = x * 2
+...         return x + 1
+>>> m = M()
+>>> _ = acg.compile(m)(acg.ones(2))
+>>> type(m.last).__name__, m.last.tolist()
+('Tensor', [2.0, 2.0])
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..tracing.fake import FakeTensor
+from ..tensor import Tensor
+from .tree import flatten, unflatten
+
+_REGISTRIES = frozenset({"_parameters", "_buffers", "_modules"})
+
+
+class Sink:
+    """One place a value was stored: a key of a dict (module ``__dict__``, globals) or a
+    closure cell; ``spec`` rebuilds the value from the program's outputs."""
+
+    __slots__ = ("where", "key", "spec", "label")
+
+    def __init__(self, where: Any, key: Any, spec: tuple, label: str) -> None:
+        self.where, self.key, self.spec, self.label = where, key, spec, label
+
+    def write(self, value: Any) -> None:
+        if self.key is _CELL:
+            self.where.cell_contents = value
+        else:
+            self.where[self.key] = value
+
+
+_CELL = object()
+
+
+class Sinks:
+    """A snapshot of what a region can reach; after the trace, what it stored there."""
+
+    def __init__(self, modules: list[Any], fn: Callable) -> None:
+        self.places: list[tuple[Any, Any, Any, str]] = []  # (where, key, old value, label)
+        self.dicts: list[tuple[dict, dict, str]] = []
+        for m in modules:
+            self._watch(m.__dict__, f"{type(m).__name__}.")
+        seen: set[int] = set()
+        for f in [fn] + [getattr(type(m), "forward", None) for m in modules]:
+            g = getattr(f, "__globals__", None)
+            if isinstance(g, dict) and id(g) not in seen:
+                seen.add(id(g))
+                self._watch(g, "global ")
+        for cell in getattr(getattr(fn, "__func__", fn), "__closure__", None) or ():
+            try:
+                self.places.append((cell, _CELL, cell.cell_contents, "closure variable"))
+            except ValueError:  # an empty cell, filled by the region
+                self.places.append((cell, _CELL, _EMPTY, "closure variable"))
+
+    def _watch(self, d: dict, label: str) -> None:
+        self.dicts.append((d, dict(d), label))
+
+    def stored(self) -> list[tuple[Sink, list[Tensor]]]:
+        """Each place whose value changed and now holds a traced (fake) tensor, with the
+        tensors to output (real tensors stored there stay themselves, by reference)."""
+        found = []
+        for d, before, label in self.dicts:
+            for k, v in list(d.items()):
+                if k in _REGISTRIES or (k in before and before[k] is v):
+                    continue
+                hit = _split(v)
+                if hit is not None:
+                    found.append((Sink(d, k, hit[0], f"{label}{k}"), hit[1]))
+        for cell, key, old, label in self.places:
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            hit = None if v is old else _split(v)
+            if hit is not None:
+                found.append((Sink(cell, key, hit[0], label), hit[1]))
+        return found
+
+    def restore(self) -> None:
+        """Put back every value that now holds a fake (the program writes the real ones)."""
+        for d, before, _ in self.dicts:
+            for k, v in list(d.items()):
+                if k not in _REGISTRIES and not (k in before and before[k] is v) and \
+                        _split(v) is not None:
+                    if k in before:
+                        d[k] = before[k]
+                    else:
+                        del d[k]
+        for cell, _, old, _ in self.places:
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            if v is not old and _split(v) is not None:
+                if old is _EMPTY:
+                    del cell.cell_contents
+                else:
+                    cell.cell_contents = old
+
+
+_EMPTY = object()
+
+
+def _split(value: Any) -> tuple[tuple, list[Tensor]] | None:
+    """``(spec, fakes)`` of a value holding fake tensors (real ones pinned in the spec as
+    constants), or None when it holds none."""
+    leaves, spec = flatten(value, keyed=False)
+    fakes = [t for t in leaves if isinstance(t, FakeTensor)]
+    if not fakes:
+        return None
+    it = iter(leaves)
+    return _pin(spec, it), fakes
+
+
+def _pin(spec: tuple, leaves: Any) -> tuple:
+    kind = spec[0]
+    if kind == "T":
+        t = next(leaves)
+        return spec if isinstance(t, FakeTensor) else ("C", t)
+    if kind == "C":
+        return spec
+    if kind == "dict":
+        return ("dict", spec[1], tuple(_pin(s, leaves) for s in spec[2]))
+    return (kind, tuple(_pin(s, leaves) for s in spec[1]))
+
+
+def write_back(sinks: list[Sink], values: Any) -> None:
+    """After a call: each sink gets its value rebuilt from the program's outputs."""
+    it = iter(values)
+    for s in sinks:
+        s.write(unflatten(s.spec, it))
