@@ -1,0 +1,4 @@
+"""PyTorch's path ``torch.nn.modules.module``: the same classes as ``acg.nn``."""
+from ..module import Module  # noqa: F401
+
+__all__ = ['Module']

@@ -1,0 +1,42 @@
+"""PyTorch's module paths resolve: ``torch.nn.modules.rnn.LSTM`` is ``acg.nn.LSTM`` (programs
+import from there, e.g. to list safe globals for checkpoint loading)."""
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+import autograd_compile as acg
+
+
+@pytest.mark.parametrize("path, name", [("rnn", "LSTM"), ("linear", "Linear"),
+                                        ("activation", "LeakyReLU"), ("conv", "ConvTranspose2d"),
+                                        ("transformer", "TransformerEncoderLayer"),
+                                        ("normalization", "GroupNorm"), ("dropout", "Dropout2d"),
+                                        ("container", "Sequential"), ("sparse", "Embedding"),
+                                        ("module", "Module"), ("loss", "CrossEntropyLoss")])
+def test_pytorch_module_paths_are_our_classes(path: str, name: str) -> None:
+    module = importlib.import_module(f"autograd_compile.nn.modules.{path}")
+    assert getattr(module, name) is getattr(acg.nn, name)
+    assert getattr(acg.nn.modules, name) is getattr(acg.nn, name)
+
+
+def test_every_class_torch_keeps_in_a_submodule_is_there_when_we_have_it() -> None:
+    torch_modules = pytest.importorskip("torch.nn.modules")
+    import pkgutil
+    missing = []
+    for info in pkgutil.iter_modules(torch_modules.__path__):
+        if info.name.startswith("_"):
+            continue
+        theirs = importlib.import_module(f"torch.nn.modules.{info.name}")
+        for name in getattr(theirs, "__all__", []):
+            if inspect.isclass(getattr(theirs, name, None)) and hasattr(acg.nn, name):
+                try:
+                    ours = importlib.import_module(f"autograd_compile.nn.modules.{info.name}")
+                except ModuleNotFoundError:
+                    missing.append(f"{info.name} (module)")
+                    continue
+                if getattr(ours, name, None) is not getattr(acg.nn, name):
+                    missing.append(f"{info.name}.{name}")
+    assert missing == []
