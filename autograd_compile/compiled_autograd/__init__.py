@@ -44,8 +44,12 @@ from __future__ import annotations
 
 from .api import (counters, current_compiler, disable, enable, lookup_backend, pure_hook,
                   register_backend)
-from .cache import CACHE_SIZE_LIMIT, reset
+from .cache import reset
 from .capture import AutogradCompilerInstance
 
+CACHE_SIZE_LIMIT = 256  # distinct graphs kept (like torch._dynamo's cache_size_limit)
+RECOMPILE_LIMIT = 8     # guard-failure recaptures kept per graph structure
+
 __all__ = ["enable", "disable", "reset", "counters", "pure_hook", "AutogradCompilerInstance",
-           "current_compiler", "CACHE_SIZE_LIMIT", "register_backend", "lookup_backend"]
+           "current_compiler", "CACHE_SIZE_LIMIT", "RECOMPILE_LIMIT", "register_backend",
+           "lookup_backend"]

@@ -7,6 +7,7 @@ because both read and fill the one cache, keyed by :class:`.collect.CacheKey`.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections import OrderedDict
 from typing import Any, Callable
@@ -23,8 +24,6 @@ from ..dispatch.keys import TLS
 from .api import counters, current_compiler
 
 log = config.get_logger("compiled_autograd")
-CACHE_SIZE_LIMIT = 256  # distinct graphs kept (like torch._dynamo's cache_size_limit)
-RECOMPILE_LIMIT = 8     # guard-failure recaptures kept per graph structure
 _SEEN_LIMIT = 8  # size lists that decide duck groups: enough to tell coincidences apart
 _CACHE: "OrderedDict[CacheKey, list[CacheEntry]]" = OrderedDict()
 _LOCK = threading.RLock()
@@ -172,22 +171,29 @@ def _seen(c: Collected) -> tuple[tuple[int, ...], ...]:
     return tuple(seen)[:_SEEN_LIMIT]
 
 
+def _limits() -> tuple[int, int]:
+    """RECOMPILE_LIMIT and CACHE_SIZE_LIMIT, read where users set them: the package."""
+    package = sys.modules[__package__]
+    return package.RECOMPILE_LIMIT, package.CACHE_SIZE_LIMIT
+
+
 def _insert(c: Collected, entry: CacheEntry) -> None:
     entries = _CACHE.setdefault(c.key, [])
     entries.insert(0, entry)
-    if len(entries) > RECOMPILE_LIMIT:
+    recompile_limit, cache_limit = _limits()
+    if len(entries) > recompile_limit:
         entries.pop()
         fastpath.forget()
         logging.getLogger("autograd_compile").warning(
             "compiled autograd: more than %d recaptures of one graph (guards keep failing: "
-            "sizes or scalars that were specialised keep changing)", RECOMPILE_LIMIT)
-    if len(_CACHE) > CACHE_SIZE_LIMIT:
+            "sizes or scalars that were specialised keep changing)", recompile_limit)
+    if len(_CACHE) > cache_limit:
         _CACHE.popitem(last=False)
         fastpath.forget()
         counters["evictions"] += 1
         logging.getLogger("autograd_compile").warning(
             "compiled autograd: cache_size_limit (%d graphs) exceeded; evicting the least "
-            "recently used graph", CACHE_SIZE_LIMIT)
+            "recently used graph", cache_limit)
 
 
 def run_compiled(task: GraphTask) -> bool:
