@@ -127,3 +127,31 @@ def test_launcher_argument_errors():
     env = launch.child_env(ns, 2, "h0", "29500")
     assert (env["WORLD_SIZE"], env["RANK"], env["LOCAL_RANK"]) == ("8", "6", "2")
     assert ns.args == ["--epochs", "3"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_killing_the_launcher_never_leaves_workers_behind(tmp_path: Path, how: str):
+    import signal
+    script = tmp_path / "forever.py"
+    script.write_text("import os, time\nprint('pid', os.getpid(), flush=True)\n"
+                      "while True:\n    time.sleep(0.1)\n")
+    launcher = subprocess.Popen([sys.executable, "-m", "autograd_compile", "launch", "--nproc",
+                                 "2", str(script)], stdout=subprocess.PIPE, text=True)
+    pids = [int(launcher.stdout.readline().split()[-1]) for _ in range(2)]
+    launcher.send_signal(getattr(signal, how))
+    code = launcher.wait(timeout=30)
+    launcher.stdout.close()
+    assert code == (143 if how == "SIGTERM" else -9)
+    deadline = time.monotonic() + 10
+    while any(map(_alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(_alive, pids)), f"workers {pids} outlived the launcher ({how})"

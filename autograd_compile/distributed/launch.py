@@ -26,6 +26,33 @@ import time
 from typing import IO
 
 GRACE_SECONDS = 5.0  # after SIGTERM, before SIGKILL
+_PR_SET_PDEATHSIG = 1  # linux prctl: the kernel signals a child when its parent dies
+
+
+class Terminated(Exception):
+    """The launcher got SIGTERM or SIGHUP (``kill``, ``timeout``, a job scheduler)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+def _die_with_parent_fn() -> "object | None":
+    """A function for each child to run before exec (Linux): SIGTERM when the launcher dies,
+    even by SIGKILL, so no worker is ever left training with parent PID 1. Built in the
+    launcher, so the child between fork and exec only makes the one system call."""
+    if sys.platform != "linux":
+        return None  # the launcher's own signal handlers still stop the workers
+    try:
+        import ctypes
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -84,11 +111,13 @@ def start(ns: argparse.Namespace) -> list[tuple[int, subprocess.Popen, list[thre
                   else ("127.0.0.1", str(free_port())))
     lock = threading.Lock()
     procs = []
+    die_with_parent = _die_with_parent_fn()
     for local in range(ns.nproc):
         rank = ns.node_rank * ns.nproc + local
         proc = subprocess.Popen([sys.executable, ns.script, *ns.args], text=True, bufsize=1,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=child_env(ns, local, host, port))
+                                env=child_env(ns, local, host, port),
+                                preexec_fn=die_with_parent)
         pumps = [threading.Thread(target=_pump, args=(s, f"[rank {rank}] ", o, lock), daemon=True)
                  for s, o in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr))]
         for t in pumps:
@@ -133,12 +162,22 @@ def supervise(procs: list) -> int:
 def main(argv: list[str]) -> int:
     """Entry point of ``python -m autograd_compile launch``; returns the exit code."""
     ns = parse_args(argv)
-    procs = start(ns)
+    previous = {s: signal.signal(s, _raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP)}
+    procs: list = []
     try:
+        procs = start(ns)
         code = supervise(procs)
     except KeyboardInterrupt:
         stop(procs)
         code = 130
+    except Terminated as e:  # stop the workers, then exit as a process killed by the signal
+        print(f"[launcher] got {e}; stopping {len(procs)} process(es)", file=sys.stderr,
+              flush=True)
+        stop(procs)
+        code = 128 + e.signum
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
     for _, _, pumps in procs:
         for t in pumps:
             t.join(timeout=2.0)
