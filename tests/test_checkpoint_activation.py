@@ -148,3 +148,45 @@ def test_use_reentrant_warnings_and_errors() -> None:
                        use_reentrant=True)
     with pytest.warns(UserWarning, match="None of the inputs have requires_grad"):
         checkpoint(acg.sin, acg.tensor([1.0]), use_reentrant=True)
+
+
+torch.manual_seed(11)
+_TNET = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.GELU(), torch.nn.Linear(4, 2))
+_NET = acg.nn.Sequential(acg.nn.Linear(3, 4), acg.nn.GELU(), acg.nn.Linear(4, 2))
+_NET.load_state_dict({k: acg.tensor(v.detach().numpy()) for k, v in _TNET.state_dict().items()})
+
+
+def _global_block(a):
+    return _NET(a).square()
+
+
+def _tglobal_block(a):
+    return _TNET(a).square()
+
+
+class _Block(acg.nn.Module):
+    """A module that checkpoints its own method (parameters reached through ``self``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _NET
+
+    def _body(self, a):
+        return self.inner(a).tanh()
+
+    def forward(self, a):
+        return checkpoint(self._body, a, use_reentrant=False)
+
+
+def test_checkpoint_reaches_global_and_method_parameters(mode) -> None:
+    xn = _x((4, 3))
+    _TNET.zero_grad()
+    tx = torch.tensor(xn)
+    (_tglobal_block(tx).sum() + _TNET(tx).tanh().sum()).backward()
+    _NET.zero_grad()
+    x = acg.tensor(xn)  # no input requires grad: only the parameters do
+    y = checkpoint(_global_block, x, use_reentrant=False).sum() + _Block()(x).sum()
+    with mode():
+        y.backward()
+    for p, tp in zip(_NET.parameters(), _TNET.parameters()):
+        assert_close(p.grad.numpy(), tp.grad.numpy(), rtol=1e-5, atol=1e-6)

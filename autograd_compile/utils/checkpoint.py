@@ -19,7 +19,7 @@ from typing import Any, Callable, ContextManager, Iterable
 
 from autograd_compile.autograd.engine import grad as _grad
 from autograd_compile.autograd.function import Function
-from autograd_compile.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
+from autograd_compile.autograd.grad_mode import enable_grad, is_grad_enabled
 from autograd_compile.tensor import Tensor
 
 __all__ = ["checkpoint", "checkpoint_sequential"]
@@ -58,7 +58,8 @@ def _set_rng_state(state: Any) -> None:
 
 def _closure_leaves(function: Callable) -> list[Tensor]:
     """Tensors requiring grad that ``function`` reaches besides its arguments: the parameters
-    of a module (or a module's bound method), and tensors or modules held in its closure."""
+    of a module (or a module's bound method), and tensors or modules its closure, defaults
+    or the globals it names hold."""
     from autograd_compile.nn.module import Module
     found: list[Any] = []
     owner = getattr(function, "__self__", None)
@@ -71,6 +72,8 @@ def _closure_leaves(function: Callable) -> list[Tensor]:
         except ValueError:  # an empty cell
             continue
     found.extend(getattr(function, "__defaults__", None) or ())
+    code, glb = getattr(function, "__code__", None), getattr(function, "__globals__", {})
+    found.extend(glb[n] for n in (code.co_names if code else ()) if n in glb)  # global modules
     leaves: list[Tensor] = []
     for obj in found:
         if isinstance(obj, Module):
