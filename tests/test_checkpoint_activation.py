@@ -190,3 +190,30 @@ def test_checkpoint_reaches_global_and_method_parameters(mode) -> None:
         y.backward()
     for p, tp in zip(_NET.parameters(), _TNET.parameters()):
         assert_close(p.grad.numpy(), tp.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+class _CkptNet(acg.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = acg.nn.Sequential(acg.nn.Linear(4, 8), acg.nn.Tanh(), acg.nn.Linear(8, 8),
+                                      acg.nn.ReLU(), acg.nn.Linear(8, 3), acg.nn.Sigmoid())
+
+    def forward(self, x):
+        return checkpoint_sequential(self.body, 2, x, use_reentrant=False).square()
+
+
+def test_checkpoint_under_acg_compile(mode) -> None:
+    tnet, _ = _pair_mlp(5)
+    net = _CkptNet()
+    net.body.load_state_dict({k: acg.tensor(v.detach().numpy())
+                              for k, v in tnet.state_dict().items()})
+    xn = _x((3, 4))
+    tx = torch.tensor(xn, requires_grad=True)
+    tcp.checkpoint_sequential(tnet, 2, tx, use_reentrant=False).square().sum().backward()
+    x = acg.tensor(xn, requires_grad=True)
+    y = acg.compile(net)(x).sum()
+    with mode():
+        y.backward()
+    assert_close(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+    for p, tp in zip(net.parameters(), tnet.parameters()):
+        assert_close(p.grad.numpy(), tp.grad.numpy(), rtol=1e-5, atol=1e-6)

@@ -140,6 +140,17 @@ def _split(args: tuple, kwargs: dict) -> tuple[list[Tensor], Callable]:
     return [flat[i] for i in where], rebuild
 
 
+def _traced(tensors: list[Tensor]) -> bool:
+    """Inside ``acg.compile``'s joint trace: the forward is one graph there and the
+    partitioner decides what the backward keeps (its random draws are key inputs of the
+    program, which a Python rerun could not replay)."""
+    from autograd_compile.aot.trace import _SwapMode
+    from autograd_compile.modes import current_modes
+    from autograd_compile.tracing.fake import FakeTensor
+    return (any(isinstance(t, FakeTensor) for t in tensors)
+            or any(isinstance(m, _SwapMode) for m in current_modes()))
+
+
 def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None,
                context_fn: Callable[[], tuple[ContextManager, ContextManager]] = noop_context_fn,
                determinism_check: str = "default", debug: bool = False, early_stop: bool = True,
@@ -187,9 +198,10 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
 
     def recompute_ctx() -> ContextManager:
         return context_fn()[1]
-    if not is_grad_enabled() or not any(t.requires_grad for t in (*tensors, *leaves)):
+    if (_traced(tensors) or not is_grad_enabled()
+            or not any(t.requires_grad for t in (*tensors, *leaves))):
         with forward_ctx:
-            return run(*tensors)  # nothing to differentiate: a plain call
+            return run(*tensors)  # nothing to differentiate, or acg.compile's joint trace
     with forward_ctx:
         outs = _Checkpoint.apply(run, len(tensors), preserve, recompute_ctx, *tensors, *leaves)
     return outs if shape[0] else outs[0]
