@@ -23,7 +23,7 @@ CASES = {
 
 def _arrays(case: dict) -> dict:
     rng = np.random.default_rng(0)
-    e, h, lq, s, n = 8, 2, 3, 5, 2
+    e, lq, s, n = 8, 3, 5, 2
     r = lambda *shape: rng.standard_normal(shape).astype(np.float32) * 0.5  # noqa: E731
     qshape, kshape = ((lq, e), (s, e)) if case.get("unbatched") else ((lq, n, e), (s, n, e))
     a = dict(query=r(*qshape), key=r(*kshape), value=r(*kshape), out_proj_weight=r(e, e))
