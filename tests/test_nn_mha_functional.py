@@ -17,6 +17,7 @@ CASES = {
     "packed": dict(),
     "separate_bias_kv_zero_attn_masks": dict(separate=True, bias_kv=True, zero_attn=True,
                                              masks=True),
+    "static_kv_zero_attn": dict(static=True, zero_attn=True),
     "no_bias_per_head_weights_unbatched": dict(no_bias=True, average=False, unbatched=True),
 }
 
@@ -35,6 +36,8 @@ def _arrays(case: dict) -> dict:
         a.update(in_proj_bias=r(3 * e), out_proj_bias=r(e))
     if case.get("bias_kv"):
         a.update(bias_k=r(1, 1, e), bias_v=r(1, 1, e))
+    if case.get("static"):  # per-head keys/values: [N*H, S', head_dim]
+        a.update(static_k=r(n * 2, 4, e // 2), static_v=r(n * 2, 4, e // 2))
     return a
 
 
@@ -52,7 +55,8 @@ def _call(lib, arrays: dict, case: dict, need_weights: bool):
         t["out_proj_weight"], t.get("out_proj_bias"), training=True, need_weights=need_weights,
         use_separate_proj_weight=bool(case.get("separate")),
         q_proj_weight=t.get("q_proj_weight"), k_proj_weight=t.get("k_proj_weight"),
-        v_proj_weight=t.get("v_proj_weight"), average_attn_weights=case.get("average", True),
+        v_proj_weight=t.get("v_proj_weight"), static_k=t.get("static_k"),
+        static_v=t.get("static_v"), average_attn_weights=case.get("average", True),
         **kw)
     return t, out, w
 
@@ -74,6 +78,9 @@ def test_multi_head_attention_forward_matches_torch(mode, name: str, need_weight
     with mode():
         aloss.backward()
     for k, tv in tt.items():
+        if tv.grad is None:  # static_k/v: key and value do not reach the output
+            assert at[k].grad is None, k
+            continue
         assert_close(at[k].grad.numpy(), tv.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
@@ -85,6 +92,17 @@ def test_multi_head_attention_forward_errors() -> None:
     with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
         F.multi_head_attention_forward(x, x, x, 8, 2, acg.ones(24, 8), None, None, None,
                                        False, 0.0, acg.eye(8), None, is_causal=True)
+
+
+def test_static_kv_shape_and_bias_errors() -> None:
+    x = acg.ones(3, 2, 8)
+    with pytest.raises(AssertionError, match="expecting static_k.size\\(0\\) of 4, but got 3"):
+        F.multi_head_attention_forward(x, x, x, 8, 2, acg.ones(24, 8), None, None, None,
+                                       False, 0.0, acg.eye(8), None, static_k=acg.ones(3, 5, 4))
+    with pytest.raises(AssertionError, match="bias cannot be added to static key."):
+        F.multi_head_attention_forward(x, x, x, 8, 2, acg.ones(24, 8), None, acg.ones(1, 1, 8),
+                                       acg.ones(1, 1, 8), False, 0.0, acg.eye(8), None,
+                                       static_k=acg.ones(4, 5, 4))
 
 
 def test_container_is_deprecated_module() -> None:

@@ -37,10 +37,24 @@ class _Weights:
         bq = bk = bv = None
         if self.in_proj_bias is not None:
             bq, bk, bv = self.in_proj_bias.chunk(3)
-        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
+        q = F.linear(query, wq, bq)
+        k = F.linear(key, wk, bk) if self.static_k is None else _unheads(self.static_k, self)
+        v = F.linear(value, wv, bv) if self.static_v is None else _unheads(self.static_v, self)
+        return q, k, v
 
     def out_proj(self, x: Tensor) -> Tensor:
         return F.linear(x, self.out_proj_weight, self.out_proj_bias)
+
+
+def _unheads(static: Tensor, spec: _Weights) -> Tensor:
+    """A per-head [N*H, S, hd] static key/value as the [S, N, E] a projection gives."""
+    if static.shape[0] != spec.bsz * spec.num_heads:
+        raise AssertionError(f"expecting static_k.size(0) of {spec.bsz * spec.num_heads}, but "
+                             f"got {static.shape[0]}")
+    if static.shape[2] != spec.head_dim:
+        raise AssertionError(f"expecting static_k.size(2) of {spec.head_dim}, but got "
+                             f"{static.shape[2]}")
+    return static.transpose(0, 1).reshape(static.shape[1], spec.bsz, spec.embed_dim)
 
 
 def multi_head_attention_forward(
@@ -56,9 +70,10 @@ def multi_head_attention_forward(
         is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
     """Multi-head attention of [L, N, E] (or unbatched [L, E]) inputs with explicit weights;
     returns ``(output, weights)`` as ``nn.MultiheadAttention`` does."""
-    if static_k is not None or static_v is not None:
-        raise NotImplementedError("multi_head_attention_forward: static_k/static_v are not "
-                                  "supported by autograd_compile")
+    if bias_k is not None and bias_v is not None:
+        for name, static in (("key", static_k), ("value", static_v)):
+            if static is not None:
+                raise AssertionError(f"bias cannot be added to static {name}.")
     batched = query.dim() == 3
     embed_dim = query.shape[-1]
     if embed_dim != embed_dim_to_check:
@@ -85,7 +100,8 @@ def multi_head_attention_forward(
         training=training, separate=use_separate_proj_weight, in_proj_weight=in_proj_weight,
         q_proj_weight=q_proj_weight, k_proj_weight=k_proj_weight, v_proj_weight=v_proj_weight,
         in_proj_bias=in_proj_bias, bias_k=bias_k, bias_v=bias_v, add_zero_attn=add_zero_attn,
-        out_proj_weight=out_proj_weight, out_proj_bias=out_proj_bias)
+        out_proj_weight=out_proj_weight, out_proj_bias=out_proj_bias, static_k=static_k,
+        static_v=static_v, bsz=query.shape[1])
     out, weights = spec._attend(query, key, value, key_padding_mask, need_weights, attn_mask,
                                 average_attn_weights)
     if not batched:
