@@ -245,3 +245,39 @@ def test_checkpoint_holds_less_between_forward_and_backward() -> None:
     # last segment's activations (PyTorch's layout: the last segment runs unchecked)
     assert ckpt < 0.5 * plain, (ckpt, plain)
     assert_close(y1.detach().numpy(), y0.detach().numpy())
+
+
+class _Tracker:
+    """A context manager recording how often (and in which grad mode) it was entered."""
+
+    def __init__(self, log: list, name: str) -> None:
+        self.log, self.name = log, name
+
+    def __enter__(self):
+        self.log.append((self.name, acg.is_grad_enabled()))
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+def test_context_fn_wraps_forward_and_recomputation() -> None:
+    log: list = []
+    tlog: list = []
+
+    class TTracker(_Tracker):
+        def __enter__(self):
+            self.log.append((self.name, torch.is_grad_enabled()))
+
+    x = acg.tensor([0.5, 1.5], requires_grad=True)
+    y = checkpoint(acg.exp, x, use_reentrant=False,
+                   context_fn=lambda: (_Tracker(log, "fwd"), _Tracker(log, "recompute")))
+    y.sum().backward()
+    tx = torch.tensor([0.5, 1.5], requires_grad=True)
+    tcp.checkpoint(torch.exp, tx, use_reentrant=False,
+                   context_fn=lambda: (TTracker(tlog, "fwd"), TTracker(tlog, "recompute"))
+                   ).sum().backward()
+    assert [n for n, _ in log] == [n for n, _ in tlog] == ["fwd", "recompute"]
+    assert log[1][1] and tlog[1][1]  # the recomputation records a graph
+    assert_close(x.grad.numpy(), tx.grad.numpy())
+    with pytest.raises(ValueError, match="only supported when use_reentrant=False"):
+        checkpoint(acg.exp, x, use_reentrant=True, context_fn=lambda: (None, None))

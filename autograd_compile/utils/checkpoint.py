@@ -174,7 +174,7 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs and use_reentrant:
         raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
-    if use_reentrant and context_fn is not noop_context_fn:
+    if use_reentrant and (context_fn is not noop_context_fn or debug):
         raise ValueError("Passing `context_fn` or `debug` is only supported when "
                          "use_reentrant=False.")
     if determinism_check not in ("default", "none"):
