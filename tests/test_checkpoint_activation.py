@@ -281,3 +281,17 @@ def test_context_fn_wraps_forward_and_recomputation() -> None:
     assert_close(x.grad.numpy(), tx.grad.numpy())
     with pytest.raises(ValueError, match="only supported when use_reentrant=False"):
         checkpoint(acg.exp, x, use_reentrant=True, context_fn=lambda: (None, None))
+
+
+def test_checkpoint_double_backward() -> None:
+    xn = _x((4,))
+    tx = torch.tensor(xn, requires_grad=True)
+    tg, = torch.autograd.grad(tcp.checkpoint(lambda a: (a * a).sin(), tx, use_reentrant=False)
+                              .sum(), tx, create_graph=True)
+    tgg, = torch.autograd.grad(tg.pow(2).sum(), tx)
+    x = acg.tensor(xn, requires_grad=True)
+    g, = acg.autograd.grad(checkpoint(lambda a: (a * a).sin(), x, use_reentrant=False).sum(),
+                           x, create_graph=True)
+    gg, = acg.autograd.grad(g.pow(2).sum(), x)
+    assert_close(g.detach().numpy(), tg.detach().numpy(), rtol=1e-5)
+    assert_close(gg.numpy(), tgg.numpy(), rtol=1e-5, atol=1e-5)

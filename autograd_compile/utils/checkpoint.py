@@ -104,7 +104,9 @@ class _Checkpoint(Function):
     def backward(ctx: Any, *grad_outputs: Any) -> Any:
         tensors = ctx.saved_tensors
         args, leaves = tensors[:ctx.n_args], tensors[ctx.n_args:]
-        inputs = [a.detach().requires_grad_(a.requires_grad) for a in args]
+        create_graph = is_grad_enabled()  # the engine records the backward: double backward
+        inputs = list(args) if create_graph else [a.detach().requires_grad_(a.requires_grad)
+                                                  for a in args]
         state = _rng_state() if ctx.preserve else None
         if ctx.preserve:
             _set_rng_state(ctx.rng)  # the rerun draws the forward's dropout masks again
@@ -121,7 +123,7 @@ class _Checkpoint(Function):
         if not pairs or not wrt:
             return (None,) * 4 + (None,) * len(tensors)
         grads = iter(_grad([o for o, _ in pairs], wrt, [g for _, g in pairs],
-                           allow_unused=True))
+                           allow_unused=True, create_graph=create_graph))
         result = [next(grads) if t.requires_grad else None for t in (*inputs, *leaves)]
         return (None, None, None, None, *result)
 
