@@ -111,3 +111,7 @@ from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,  # noqa: E
 
 __all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
             "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
+# -- issue 21 (ckptact): the deprecated nn.Container ------------------------------------------
+from ._container_legacy import Container  # noqa: E402
+
+__all__ += ["Container"]

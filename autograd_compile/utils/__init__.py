@@ -2,3 +2,5 @@
 from . import data
 
 __all__ = ["data"]
+# issue 21 (ckptact): activation checkpointing, torch.utils.checkpoint
+from . import checkpoint  # noqa: E402
