@@ -111,6 +111,10 @@ from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,  # noqa: E
 
 __all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
             "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
+# -- F.multi_head_attention_forward (over MultiheadAttention's code; see functional.py) --------
+from ._mha_functional import multi_head_attention_forward as _mha_forward  # noqa: E402
+
+functional.multi_head_attention_forward = _mha_forward
 # -- issue 21 (ckptact): the deprecated nn.Container ------------------------------------------
 from ._container_legacy import Container  # noqa: E402
 

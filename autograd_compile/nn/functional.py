@@ -485,7 +485,6 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any
         err = weight * (input - target).abs()
         return err.mean() if reduction == "mean" else err.sum() if reduction == "sum" else err
     return _l1_loss_core(input, target, reduction=reduction)
-# -- issue 21 (ckptact): multi_head_attention_forward over nn.MultiheadAttention's code ---------
-from ._mha_functional import multi_head_attention_forward  # noqa: E402
-
+# multi_head_attention_forward runs nn.MultiheadAttention's code, which imports this module:
+# nn/__init__.py installs it here once both exist (no import circle)
 __all__ += ["multi_head_attention_forward"]
