@@ -711,6 +711,230 @@ def batch_norm(input: Tensor, weight: Any, bias: Any, running_mean: Any, running
                                          training, momentum, eps)
 
 
+# -- second batch: copies, scatters, strided views, misc ------------------------------------
+def alias_copy(input: Tensor) -> Tensor:
+    """A copy of ``input`` (the view op's out-of-place form)."""
+    return input.clone()
+
+
+def detach_copy(input: Tensor) -> Tensor:
+    """``input.detach().clone()``."""
+    return input.detach().clone()
+
+
+def diagonal_copy(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """``diagonal`` as a new tensor."""
+    return diagonal(input, offset, dim1, dim2).clone()
+
+
+def expand_copy(input: Tensor, size: Sequence[int], *, implicit: bool = False) -> Tensor:
+    """``input.expand(size)`` as a new tensor."""
+    return input.expand(*size).clone()
+
+
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
+                     dim2: int = 1) -> Tensor:
+    """``input`` with ``src`` written on the diagonal (``diagonal(out, ...) == src``)."""
+    nd = input.dim()
+    d1, d2 = dim1 % nd, dim2 % nd
+    ones = _acg.ones_like(diagonal(input, offset, dim1, dim2))
+    if tuple(src.shape) != tuple(ones.shape):
+        raise RuntimeError(f"diagonal_scatter(): expected src to have a size equal to the slice "
+                           f"of self. src size = {list(src.shape)}, slice size = "
+                           f"{list(ones.shape)}")
+    n1, n2 = input.shape[d1], input.shape[d2]
+    mask = diag_embed(ones, offset, d1, d2)
+    emb = diag_embed(src.to(input.dtype), offset, d1, d2)
+    mask, emb = _fit(mask, n1, n2, d1, d2), _fit(emb, n1, n2, d1, d2)
+    return _acg.where(mask.to(_acg.bool), emb, input)
+
+
+def _fit(t: Tensor, n1: int, n2: int, d1: int, d2: int) -> Tensor:
+    """``diag_embed`` builds square planes; cut them to (n1, n2)."""
+    t = _acg.narrow(t, d1, 0, builtins.min(n1, t.shape[d1]))
+    t = _acg.narrow(t, d2, 0, builtins.min(n2, t.shape[d2]))
+    pad = [0] * (2 * t.dim())
+    pad[2 * (t.dim() - 1 - d1) + 1] = n1 - t.shape[d1]
+    pad[2 * (t.dim() - 1 - d2) + 1] = n2 - t.shape[d2]
+    return _acg.nn.functional.pad(t, pad) if builtins.any(pad) else t
+
+
+def _strided_index(size: Sequence[int], stride: Sequence[int], offset: int) -> np.ndarray:
+    grids = np.meshgrid(*[np.arange(n) * st for n, st in zip(size, stride)], indexing="ij")
+    return (builtins.sum(grids, np.zeros(tuple(size), dtype=np.int64)) + offset).astype(np.int64)
+
+
+def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
+               storage_offset: int | None = None) -> Tensor:
+    """The elements of ``input``'s row-major storage at ``offset + sum(i_k * stride_k)``
+    (a gather, so the result is a copy that gradients flow through, not a view)."""
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape")
+    idx = _strided_index(size, stride, storage_offset or 0)
+    if idx.size and idx.max() >= input.numel():
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
+                           f"offset {storage_offset or 0} out of bounds for storage of "
+                           f"{input.numel()} elements")
+    return input.reshape(-1)[_acg.tensor(idx)]
+
+
+def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int], stride: Sequence[int],
+                       storage_offset: int | None = None) -> Tensor:
+    """``input`` with ``src`` written where ``as_strided(input, size, stride)`` reads."""
+    idx = _acg.tensor(_strided_index(size, stride, storage_offset or 0).reshape(-1))
+    flat = input.reshape(-1).index_put((idx,), src.reshape(-1).to(input.dtype))
+    return flat.reshape(*input.shape)
+
+
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
+    """Length-``r`` combinations of a 1-d tensor's elements, one per row."""
+    import itertools
+    n = input.shape[0]
+    pick = itertools.combinations_with_replacement if with_replacement else \
+        itertools.combinations
+    rows = list(pick(range(n), r))
+    if not rows:
+        return input.new_zeros(0) if r != 0 else input.new_zeros(0)
+    idx = _acg.tensor(np.asarray(rows, dtype=np.int64))
+    return input[idx]
+
+
+def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None = None,
+                         dim: int = -1) -> Tensor:
+    """Running trapezoid-rule integral of ``y`` along ``dim``."""
+    n = y.shape[dim]
+    a, b = _acg.narrow(y, dim, 0, n - 1), _acg.narrow(y, dim, 1, n - 1)
+    if x is not None:
+        h = x.diff(dim=dim if x.dim() > 1 else -1) if hasattr(x, "diff") else \
+            _acg.narrow(x, -1, 1, n - 1) - _acg.narrow(x, -1, 0, n - 1)
+        if x.dim() == 1:
+            h = h.reshape(*[-1 if i == dim % y.dim() else 1 for i in range(y.dim())])
+        return ((a + b) * h / 2).cumsum(dim)
+    return ((a + b) * ((1.0 if dx is None else dx) / 2)).cumsum(dim)
+
+
+def frobenius_norm(input: Tensor, dim: Sequence[int] = (), keepdim: bool = False) -> Tensor:
+    """``sqrt(sum(|input|**2))`` over ``dim`` (all dims when empty)."""
+    d = tuple(dim) if len(dim) else tuple(range(input.dim()))
+    return (input.abs() ** 2).sum(d, keepdim=keepdim).sqrt()
+
+
+class _Histogram(NamedTuple):
+    hist: Tensor
+    bin_edges: Tensor
+
+
+def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Any = None,
+              density: bool = False) -> _Histogram:
+    """``(hist, bin_edges)`` as ``numpy.histogram`` (not differentiable)."""
+    x = np.asarray(input.detach().numpy())
+    b = bins.detach().numpy() if isinstance(bins, Tensor) else bins
+    w = None if weight is None else weight.detach().numpy()
+    h, e = np.histogram(x, bins=b, range=range, weights=w, density=density)
+    return _Histogram(_acg.tensor(h.astype(x.dtype)), _acg.tensor(e.astype(x.dtype)))
+
+
+def feature_dropout(input: Tensor, p: float, train: bool) -> Tensor:
+    """Dropout of whole channels (dim 1), the same mask over the remaining dims."""
+    if not train or p == 0:
+        return input
+    if p == 1:
+        return input * 0
+    shape = list(input.shape[:2]) + [1] * (input.dim() - 2)
+    keep = (_acg.rand(*shape) >= p).to(input.dtype)
+    return input * keep / (1 - p)
+
+
+def feature_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """In-place ``feature_dropout``."""
+    return input.copy_(feature_dropout(input, p, train))
+
+
+def alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """In-place ``alpha_dropout``."""
+    return input.copy_(alpha_dropout(input, p, train))
+
+
+def feature_alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """In-place ``feature_alpha_dropout``."""
+    return input.copy_(feature_alpha_dropout(input, p, train))
+
+
+def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = None,
+                  layout: Any = None, device: Any = None, requires_grad: bool = False,
+                  pin_memory: bool = False) -> Tensor:
+    """An uninitialised (here: zero) tensor; strides are not modelled (JAX arrays are dense)."""
+    return _acg.zeros(*size, dtype=dtype, requires_grad=requires_grad)
+
+
+def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *, dtype: Any = None,
+                   layout: Any = None, device: Any = None, requires_grad: bool = False,
+                   pin_memory: bool = False) -> Tensor:
+    """An uninitialised (here: zero) tensor of ``size``; the memory layout is not modelled."""
+    if sorted(physical_layout) != list(builtins.range(len(size))):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the "
+                           f"physical_layout; i.e. len(size) = {len(size)} is not equal to "
+                           f"len(physical_layout) = {len(physical_layout)}")
+    return _acg.zeros(*size, dtype=dtype, requires_grad=requires_grad)
+
+
+def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
+               requires_grad: bool = False) -> Tensor:
+    """A 1-d tensor read from a Python buffer (a copy: JAX arrays do not share memory)."""
+    a = np.frombuffer(buffer, dtype=np.dtype(dtype), count=count, offset=offset)
+    return _acg.tensor(a.copy(), requires_grad=requires_grad)
+
+
+_NESTING = [0]
+
+
+def autocast_increment_nesting() -> int:
+    """Enter one autocast level; returns the new depth."""
+    _NESTING[0] += 1
+    return _NESTING[0]
+
+
+def autocast_decrement_nesting() -> int:
+    """Leave one autocast level; returns the new depth."""
+    _NESTING[0] -= 1
+    return _NESTING[0]
+
+
+def clear_autocast_cache() -> None:
+    """No cast cache is kept (casts are traced ops), so there is nothing to clear."""
+
+
+def get_autocast_cpu_dtype() -> Any:
+    """``get_autocast_dtype("cpu")``."""
+    return _acg.get_autocast_dtype("cpu")
+
+
+def get_autocast_gpu_dtype() -> Any:
+    """``get_autocast_dtype("cuda")``."""
+    return _acg.get_autocast_dtype("cuda")
+
+
+def _random_fill(sample: Callable[[Tensor], Tensor]) -> Callable:
+    def method(self: Tensor, *args: Any, generator: Any = None) -> Tensor:
+        with _acg.no_grad():
+            u = _acg.rand(*self.shape, dtype=self.dtype if self.is_floating_point()
+                          else _acg.float64, generator=generator)
+            return self.copy_(sample(u, *args))
+    return method
+
+
+def _exponential(u: Tensor, lambd: float = 1.0) -> Tensor:
+    return -(1 - u).log() / lambd
+
+
+def _cauchy(u: Tensor, median: float = 0.0, sigma: float = 1.0) -> Tensor:
+    return median + sigma * (math.pi * (u - 0.5)).tan()
+
+
+def _geometric(u: Tensor, p: float) -> Tensor:
+    return ((1 - u).log() / math.log1p(-p)).ceil().clamp_min(1)
+
+
 # -- in-place variants ----------------------------------------------------------------------
 def _inplace(fn: Callable, name: str, check: bool = True) -> Callable:
     """``x.name_(...)`` as ``x.copy_(fn(x, ...))``: autograd sees one in-place copy."""
@@ -789,7 +1013,7 @@ for _n in ["abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_"
 
 __all__ = [n for n in list(_G) if not n.startswith("_") and n not in {
     "annotations", "builtins", "math", "os", "Any", "Callable", "NamedTuple", "Sequence", "jnp",
-    "np", "Tensor", "NONDIFF", "binary", "reduce_grad", "unary", "wants", "can_cast",
+    "np", "Tensor", "NONDIFF", "itertools", "binary", "reduce_grad", "unary", "wants", "can_cast",
     "rad2deg_"}] + ["install_tail_a_methods"]
 __all__ = [n for n in __all__ if not hasattr(_acg, n) or n == "install_tail_a_methods"]
 
@@ -811,6 +1035,22 @@ def install_tail_a_methods(cls: type) -> None:
     put("cdouble", lambda self: self.to(_acg.complex128))
     put("cfloat", lambda self: self.to(_acg.complex64))
     put("fill_diagonal_", _fill_diagonal_)
+    put("diagonal_scatter", _method(diagonal_scatter, "diagonal_scatter"))
+    put("as_strided", _method(as_strided, "as_strided"))
+    put("as_strided_scatter", _method(as_strided_scatter, "as_strided_scatter"))
+    put("histogram", _method(histogram, "histogram"))
+    put("exponential_", _random_fill(_exponential))
+    put("cauchy_", _random_fill(_cauchy))
+    put("geometric_", _random_fill(_geometric))
+    put("dim_order", lambda self, *, ambiguity_check=False: tuple(range(self.dim())))
+    put("as_subclass", lambda self, cls_: _as_subclass(self, cls_))
+
+
+def _as_subclass(self: Tensor, cls_: type) -> Tensor:
+    """A tensor of class ``cls_`` sharing ``self``'s value (and autograd history)."""
+    out = self.view_as(self)
+    out.__class__ = cls_
+    return out
 
 
 def _method(fn: Callable, name: str) -> Callable:
