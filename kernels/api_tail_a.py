@@ -935,6 +935,110 @@ def _geometric(u: Tensor, p: float) -> Tensor:
     return ((1 - u).log() / math.log1p(-p)).ceil().clamp_min(1)
 
 
+def as_strided_copy(input: Tensor, size: Sequence[int], stride: Sequence[int],
+                    storage_offset: int | None = None) -> Tensor:
+    """``as_strided`` (already a copy here)."""
+    return as_strided(input, size, stride, storage_offset)
+
+
+def get_autocast_ipu_dtype() -> Any:
+    """The IPU autocast dtype (float16, PyTorch's default; there is no IPU here)."""
+    return np.dtype(_acg.float16)  # as get_autocast_dtype
+
+
+def get_autocast_xla_dtype() -> Any:
+    """The XLA autocast dtype (bfloat16, PyTorch's default)."""
+    return np.dtype(_acg.bfloat16)
+
+
+def histogramdd(input: Tensor, bins: Any = 10, *, range: Sequence[float] | None = None,
+                weight: Tensor | None = None, density: bool = False) -> tuple:
+    """``(hist, bin_edges)`` of the rows of ``input`` (N, D) as points (not differentiable)."""
+    x = np.asarray(input.detach().numpy())
+    pts = x.reshape(-1, x.shape[-1])
+    b = [e.detach().numpy() for e in bins] if isinstance(bins, (list, tuple)) and bins and \
+        isinstance(bins[0], Tensor) else bins
+    rng = None if range is None else list(zip(range[0::2], range[1::2]))
+    w = None if weight is None else weight.detach().numpy().reshape(-1)
+    h, edges = np.histogramdd(pts, bins=b, range=rng, weights=w, density=density)
+    return _Histogramdd(_acg.tensor(h.astype(x.dtype)),
+                        [_acg.tensor(e.astype(x.dtype)) for e in edges])
+
+
+class _Histogramdd(NamedTuple):
+    hist: Tensor
+    bin_edges: list
+
+
+def cond(pred: Any, true_fn: Callable, false_fn: Callable, operands: Sequence[Any] = ()) -> Any:
+    """``true_fn(*operands)`` if ``pred`` else ``false_fn(*operands)`` (evaluated eagerly)."""
+    p = pred.item() if isinstance(pred, Tensor) else pred
+    return true_fn(*operands) if p else false_fn(*operands)
+
+
+def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None,
+             edge_order: int = 1) -> tuple:
+    """Central-difference estimate of the derivative of sampled values along each ``dim``
+    (first or second order at the edges); ``spacing``: a step, one step per dim, or one
+    coordinate tensor per dim."""
+    if edge_order not in (1, 2):
+        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2.")
+    x = _float(input)
+    dims = list(builtins.range(x.dim())) if dim is None else \
+        [dim] if isinstance(dim, int) else list(dim)
+    dims = [d % x.dim() for d in dims]
+    sp = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
+    if len(sp) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "
+                           f"it's spacing and dim arguments to have the same length, but got "
+                           f"a spacing argument of length {len(sp)} and a dim argument of "
+                           f"length {len(dims)}.")
+    return tuple(_grad1(x, d, h, edge_order) for d, h in zip(dims, sp))
+
+
+def _grad1(f: Tensor, d: int, h: Any, order: int) -> Tensor:
+    n = f.shape[d]
+    if n < order + 1:
+        raise RuntimeError(f"torch.gradient expected each dimension size to be at least "
+                           f"edge_order+1")
+    sl = lambda a, b: _acg.narrow(f, d, a, b - a)
+    if isinstance(h, Tensor):  # coordinates along d
+        c = _float(h).to(f.dtype)
+        shape = [-1 if i == d else 1 for i in builtins.range(f.dim())]
+        c = c.reshape(*shape)
+        cx = lambda a, b: _acg.narrow(c, d, a, b - a)
+        dx1, dx2 = cx(1, n - 1) - cx(0, n - 2), cx(2, n) - cx(1, n - 1)
+        mid = (-dx2 / (dx1 * (dx1 + dx2)) * sl(0, n - 2) + (dx2 - dx1) / (dx1 * dx2)
+               * sl(1, n - 1) + dx1 / (dx2 * (dx1 + dx2)) * sl(2, n))
+        if order == 1:
+            first = (sl(1, 2) - sl(0, 1)) / (cx(1, 2) - cx(0, 1))
+            last = (sl(n - 1, n) - sl(n - 2, n - 1)) / (cx(n - 1, n) - cx(n - 2, n - 1))
+        else:
+            a1, a2 = cx(1, 2) - cx(0, 1), cx(2, 3) - cx(1, 2)
+            first = (-(2 * a1 + a2) / (a1 * (a1 + a2)) * sl(0, 1) + (a1 + a2) / (a1 * a2)
+                     * sl(1, 2) - a1 / (a2 * (a1 + a2)) * sl(2, 3))
+            b1, b2 = cx(n - 2, n - 1) - cx(n - 3, n - 2), cx(n - 1, n) - cx(n - 2, n - 1)
+            last = (b2 / (b1 * (b1 + b2)) * sl(n - 3, n - 2) - (b1 + b2) / (b1 * b2)
+                    * sl(n - 2, n - 1) + (2 * b2 + b1) / (b2 * (b1 + b2)) * sl(n - 1, n))
+    else:
+        h = float(h)
+        mid = (sl(2, n) - sl(0, n - 2)) / (2 * h)
+        if order == 1:
+            first = (sl(1, 2) - sl(0, 1)) / h
+            last = (sl(n - 1, n) - sl(n - 2, n - 1)) / h
+        else:
+            first = (-3 * sl(0, 1) + 4 * sl(1, 2) - sl(2, 3)) / (2 * h)
+            last = (3 * sl(n - 1, n) - 4 * sl(n - 2, n - 1) + sl(n - 3, n - 2)) / (2 * h)
+    return _acg.cat([first, mid, last], d)
+
+
+def _eig(self: Tensor, eigenvectors: bool = False) -> Any:
+    """Removed in PyTorch 1.9; raises PyTorch's error pointing at ``linalg.eig``."""
+    raise RuntimeError("This function was deprecated since version 1.9 and is now removed. "
+                       "`torch.linalg.eig` returns complex tensors of dtype `cfloat` or "
+                       "`cdouble` rather than real tensors mimicking complex tensors.")
+
+
 # -- in-place variants ----------------------------------------------------------------------
 def _inplace(fn: Callable, name: str, check: bool = True) -> Callable:
     """``x.name_(...)`` as ``x.copy_(fn(x, ...))``: autograd sees one in-place copy."""
@@ -1042,6 +1146,7 @@ def install_tail_a_methods(cls: type) -> None:
     put("exponential_", _random_fill(_exponential))
     put("cauchy_", _random_fill(_cauchy))
     put("geometric_", _random_fill(_geometric))
+    put("eig", _eig)
     put("dim_order", lambda self, *, ambiguity_check=False: tuple(range(self.dim())))
     put("as_subclass", lambda self, cls_: _as_subclass(self, cls_))
 

@@ -300,3 +300,47 @@ def test_random_fills():
     c = acg.zeros(4000).cauchy_(1.0, 2.0)
     assert abs(c.median().item() - 1.0) < 0.3 if hasattr(c, "median") else \
         abs(np.median(c.numpy()) - 1.0) < 0.3
+
+
+@pytest.mark.parametrize("kw", [{}, {"spacing": 2.0, "edge_order": 2}, {"dim": 1},
+                                {"spacing": [0.5], "dim": 0, "edge_order": 2}, "coords1",
+                                "coords2"])
+def test_gradient(kw):
+    y = _a(5, 6)
+    if isinstance(kw, str):
+        x = np.sort(_a(6))
+        kw_a = {"spacing": (acg.tensor(x),), "dim": 1, "edge_order": int(kw[-1])}
+        kw_t = {"spacing": (torch.tensor(x),), "dim": 1, "edge_order": int(kw[-1])}
+    else:
+        kw_a = kw_t = kw
+    ya, yt = acg.tensor(y, requires_grad=True), torch.tensor(y, requires_grad=True)
+    ga, gt = acg.gradient(ya, **kw_a), torch.gradient(yt, **kw_t)
+    assert len(ga) == len(gt)
+    for a, t in zip(ga, gt):
+        np.testing.assert_allclose(a.detach().numpy(), t.detach().numpy(), rtol=1e-6, atol=1e-9)
+    w = _a(5, 6)
+    (ga[0] * acg.tensor(w)).sum().backward()
+    (gt[0] * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(ya.grad.numpy(), yt.grad.numpy(), rtol=1e-6, atol=1e-9)
+
+
+def test_histogramdd_cond_eig_autocast():
+    p = R.random((20, 2))
+    h, ht = acg.histogramdd(acg.tensor(p), bins=[3, 4]), torch.histogramdd(torch.tensor(p),
+                                                                              bins=[3, 4])
+    np.testing.assert_allclose(h.hist.numpy(), ht.hist.numpy())
+    for a, t in zip(h.bin_edges, ht.bin_edges):
+        np.testing.assert_allclose(a.numpy(), t.numpy())
+    x = acg.tensor(1.0)
+    assert acg.cond(acg.tensor(True), lambda v: v + 1, lambda v: v - 1, (x,)).item() == 2.0
+    assert acg.cond(False, lambda v: v + 1, lambda v: v - 1, (x,)).item() == 0.0
+    with pytest.raises(RuntimeError, match="linalg.eig"):
+        acg.zeros(2, 2).eig()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert str(acg.get_autocast_ipu_dtype()).endswith(
+            str(torch.get_autocast_ipu_dtype()).split(".")[-1])
+        assert str(acg.get_autocast_xla_dtype()).endswith(
+            str(torch.get_autocast_xla_dtype()).split(".")[-1])
+    np.testing.assert_allclose(acg.as_strided_copy(acg.tensor(M34), (2, 2), (4, 1)).numpy(),
+                               M34[:2, :2])
