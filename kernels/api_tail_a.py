@@ -62,7 +62,7 @@ def fix(input: Tensor) -> Tensor:
     return _acg.trunc(input)
 
 
-def _tensor(v: Any, like: Tensor | None = None) -> Tensor:
+def _tensor(v: Any) -> Tensor:
     return v if isinstance(v, Tensor) else _acg.tensor(v)
 
 
@@ -78,10 +78,6 @@ def _float(x: Tensor) -> Tensor:
 def deg2rad(input: Tensor) -> Tensor:
     """Degrees to radians (integers give the default float dtype)."""
     return _float(input) * (math.pi / 180)
-
-
-def rad2deg_(input: Tensor) -> Tensor:  # pragma: no cover - i-z helper's name; kept private
-    return input
 
 
 def copysign(input: _T, other: _T) -> Tensor:
@@ -394,14 +390,12 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
 
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """The last dimension of ``input`` placed on the diagonals of new (dim1, dim2) planes."""
-    n = input.shape[-1] + builtins.abs(offset)
-    eye = _acg.eye(n, dtype=input.dtype)
-    eye = eye[:input.shape[-1] + 0, :] if False else eye
     k = input.shape[-1]
+    n = k + builtins.abs(offset)
     r0, c0 = builtins.max(-offset, 0), builtins.max(offset, 0)
     sel = _acg.zeros(k, n, n, dtype=input.dtype)
     idx = _acg.arange(k)
-    sel[idx, idx + r0, idx + c0] = 1
+    sel[idx, idx + r0, idx + c0] = 1  # sel[i] is the one-hot plane of element i
     out = (input[..., :, None, None] * sel).sum(-3)  # (..., n, n)
     nd = out.dim()
     d1, d2 = dim1 % nd, dim2 % nd
@@ -769,7 +763,7 @@ def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
     """The elements of ``input``'s row-major storage at ``offset + sum(i_k * stride_k)``
     (a gather, so the result is a copy that gradients flow through, not a view)."""
     if len(size) != len(stride):
-        raise RuntimeError(f"mismatch in length of strides and shape")
+        raise RuntimeError("mismatch in length of strides and shape")
     idx = _strided_index(size, stride, storage_offset or 0)
     if idx.size and idx.max() >= input.numel():
         raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
@@ -794,7 +788,7 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
         itertools.combinations
     rows = list(pick(range(n), r))
     if not rows:
-        return input.new_zeros(0) if r != 0 else input.new_zeros(0)
+        return input.new_zeros(0)  # PyTorch: an empty 1-d tensor
     idx = _acg.tensor(np.asarray(rows, dtype=np.int64))
     return input[idx]
 
@@ -982,7 +976,7 @@ def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None,
     (first or second order at the edges); ``spacing``: a step, one step per dim, or one
     coordinate tensor per dim."""
     if edge_order not in (1, 2):
-        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2.")
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
     x = _float(input)
     dims = list(builtins.range(x.dim())) if dim is None else \
         [dim] if isinstance(dim, int) else list(dim)
@@ -999,8 +993,8 @@ def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None,
 def _grad1(f: Tensor, d: int, h: Any, order: int) -> Tensor:
     n = f.shape[d]
     if n < order + 1:
-        raise RuntimeError(f"torch.gradient expected each dimension size to be at least "
-                           f"edge_order+1")
+        raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                           "edge_order+1")
     sl = lambda a, b: _acg.narrow(f, d, a, b - a)
     if isinstance(h, Tensor):  # coordinates along d
         c = _float(h).to(f.dtype)
@@ -1055,12 +1049,14 @@ def _inplace(fn: Callable, name: str, check: bool = True) -> Callable:
     return method
 
 
+_ATEN_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
+               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+               "float16": "Half", "bfloat16": "BFloat16"}
+
+
 def _dtname(dtype: Any) -> str:
-    return {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
-            "bool": "Bool", "float16": "Half", "bfloat16": "BFloat16"}.get(str(np.dtype(dtype))
-                                                                          if dtype != "bfloat16"
-                                                                          else "bfloat16",
-                                                                          str(dtype))
+    """PyTorch's scalar-type name in error texts (``Float``, ``Long``)."""
+    return _ATEN_NAMES.get(str(np.dtype(dtype)), str(dtype))
 
 
 _G = globals()
