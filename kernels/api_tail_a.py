@@ -20,7 +20,11 @@ import numpy as np
 import autograd_compile as _acg
 from autograd_compile.tensor import Tensor
 
-from ._defop import NONDIFF, binary, reduce_grad, unary, wants
+import jax
+
+from autograd_compile.tracing.fake import TensorMeta
+
+from ._defop import NONDIFF, binary, defop, reduce_grad, unary, wants
 from ._dtypes import can_cast
 
 _T = Any  # a Tensor or a Python number
@@ -1033,6 +1037,25 @@ def _eig(self: Tensor, eigenvectors: bool = False) -> Any:
                        "`cdouble` rather than real tensors mimicking complex tensors.")
 
 
+def _binomial_rule(count: Any, prob: Any, key: Any) -> TensorMeta:
+    if tuple(count.shape) != tuple(prob.shape):
+        raise RuntimeError(f"binomial: count {tuple(count.shape)} and prob "
+                           f"{tuple(prob.shape)} must have the same shape")
+    return TensorMeta(tuple(count.shape), count.dtype)
+
+
+_binomial = defop("binomial(Tensor count, Tensor prob, Tensor key) -> Tensor",
+                  lambda n, p, key: jax.random.binomial(jax.random.wrap_key_data(key), n, p,
+                                                        n.shape).astype(n.dtype),
+                  shape=_binomial_rule, backward=NONDIFF)
+
+
+def binomial(count: Tensor, prob: Tensor, generator: Any = None) -> Tensor:
+    """Draws from Binomial(count, prob), elementwise (dtype of ``count``)."""
+    from .random import key_of
+    return _binomial(count, prob, key_of(generator))
+
+
 # -- in-place variants ----------------------------------------------------------------------
 def _inplace(fn: Callable, name: str, check: bool = True) -> Callable:
     """``x.name_(...)`` as ``x.copy_(fn(x, ...))``: autograd sees one in-place copy."""
@@ -1113,7 +1136,7 @@ for _n in ["abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_"
 
 __all__ = [n for n in list(_G) if not n.startswith("_") and n not in {
     "annotations", "builtins", "math", "os", "Any", "Callable", "NamedTuple", "Sequence", "jnp",
-    "np", "Tensor", "NONDIFF", "itertools", "binary", "reduce_grad", "unary", "wants", "can_cast",
+    "np", "Tensor", "NONDIFF", "itertools", "jax", "TensorMeta", "defop", "binary", "reduce_grad", "unary", "wants", "can_cast",
     "rad2deg_"}] + ["install_tail_a_methods"]
 __all__ = [n for n in __all__ if not hasattr(_acg, n) or n == "install_tail_a_methods"]
 

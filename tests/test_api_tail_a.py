@@ -349,3 +349,15 @@ def test_histogramdd_cond_eig_autocast():
             str(torch.get_autocast_xla_dtype()).split(".")[-1])
     np.testing.assert_allclose(acg.as_strided_copy(acg.tensor(M34), (2, 2), (4, 1)).numpy(),
                                M34[:2, :2])
+
+
+def test_binomial():
+    acg.manual_seed(0)
+    n = acg.full((4000,), 10.0, dtype=acg.float64)
+    p = acg.full((4000,), 0.3, dtype=acg.float64)
+    d = acg.binomial(n, p)
+    assert d.dtype == n.dtype and np.all(d.numpy() == np.round(d.numpy()))
+    assert d.min().item() >= 0 and d.max().item() <= 10
+    assert abs(d.mean().item() - 3.0) < 0.1 and abs(d.var().item() - 2.1) < 0.25
+    with pytest.raises(RuntimeError):
+        acg.binomial(acg.ones(3), acg.ones(2))
