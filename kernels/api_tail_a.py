@@ -1056,6 +1056,34 @@ def binomial(count: Tensor, prob: Tensor, generator: Any = None) -> Tensor:
     return _binomial(count, prob, key_of(generator))
 
 
+class _Geqrf(NamedTuple):
+    a: Tensor
+    tau: Tensor
+
+
+def geqrf(input: Tensor) -> _Geqrf:
+    """LAPACK's QR in Householder form: R above the diagonal of ``a``, the reflectors below,
+    and their scales ``tau`` (not differentiable, as in PyTorch)."""
+    if input.dim() < 2:
+        raise RuntimeError("torch.geqrf: The input tensor A must have at least 2 dimensions.")
+    h, tau = jnp.linalg.qr(jnp.asarray(input.detach().numpy()), mode="raw")
+    return _Geqrf(_acg.tensor(np.asarray(jnp.swapaxes(h, -1, -2))), _acg.tensor(np.asarray(tau)))
+
+
+def hash_tensor(input: Tensor, dim: Any = None, *, keepdim: bool = False,
+                mode: int = 0) -> Tensor:
+    """XOR of the elements' 64-bit patterns (after widening to float64 / int64), uint64."""
+    if mode != 0:
+        raise RuntimeError(f"hash_tensor: mode {mode} is not supported (only 0, xor)")
+    x = np.asarray(input.detach().numpy())
+    wide = x.astype(np.float64 if np.issubdtype(x.dtype, np.floating) else np.int64)
+    bits = wide.view(np.uint64)
+    axes = tuple(builtins.range(x.ndim)) if dim is None else \
+        (dim,) if isinstance(dim, int) else tuple(dim)
+    out = np.bitwise_xor.reduce(bits, axis=axes, keepdims=keepdim) if bits.ndim else bits
+    return _acg.tensor(np.asarray(out, dtype=np.uint64))
+
+
 # -- in-place variants ----------------------------------------------------------------------
 def _inplace(fn: Callable, name: str, check: bool = True) -> Callable:
     """``x.name_(...)`` as ``x.copy_(fn(x, ...))``: autograd sees one in-place copy."""
@@ -1166,6 +1194,8 @@ def install_tail_a_methods(cls: type) -> None:
     put("cauchy_", _random_fill(_cauchy))
     put("geometric_", _random_fill(_geometric))
     put("eig", _eig)
+    put("geqrf", _method(geqrf, "geqrf"))
+    put("hash_tensor", _method(hash_tensor, "hash_tensor"))
     put("dim_order", lambda self, *, ambiguity_check=False: tuple(range(self.dim())))
     put("as_subclass", lambda self, cls_: _as_subclass(self, cls_))
 

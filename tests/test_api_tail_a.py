@@ -361,3 +361,17 @@ def test_binomial():
     assert abs(d.mean().item() - 3.0) < 0.1 and abs(d.var().item() - 2.1) < 0.25
     with pytest.raises(RuntimeError):
         acg.binomial(acg.ones(3), acg.ones(2))
+
+
+def test_geqrf_and_hash_tensor():
+    a = _a(2, 4, 3)
+    h, tau = acg.geqrf(acg.tensor(a))
+    ht, taut = torch.geqrf(torch.tensor(a))
+    np.testing.assert_allclose(h.numpy(), ht.numpy(), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(tau.numpy(), taut.numpy(), rtol=1e-6, atol=1e-9)
+    for x, kw in [(A34.astype(np.float32), {}), (A34, {"dim": 1}), (I1, {"dim": 0,
+                                                                       "keepdim": True})]:
+        got, exp = acg.hash_tensor(acg.tensor(x), **kw), torch.hash_tensor(torch.tensor(x), **kw)
+        assert str(np.dtype(got.dtype)) == "uint64" and tuple(got.shape) == tuple(exp.shape)
+        assert got.numpy().astype(np.uint64).tolist() == \
+            exp.numpy().astype(np.uint64).tolist()
