@@ -375,3 +375,22 @@ def test_geqrf_and_hash_tensor():
         assert str(np.dtype(got.dtype)) == "uint64" and tuple(got.shape) == tuple(exp.shape)
         assert got.numpy().astype(np.uint64).tolist() == \
             exp.numpy().astype(np.uint64).tolist()
+
+
+def test_nn_functional_aliases():
+    w, idx = _a(5, 3), np.array([[0, 4], [2, 2]])
+    np.testing.assert_allclose(acg.embedding(acg.tensor(w), acg.tensor(idx)).numpy(),
+                               torch.embedding(torch.tensor(w), torch.tensor(idx)).numpy())
+    x = _a(2, 4, 3)
+    pairs = [("celu", (x,)), ("cosine_similarity", (M34, _a(3, 4))), ("hardshrink", (x, 0.2)),
+             ("group_norm", (x, 2)), ("dropout", (x, 0.5, False)),
+             ("alpha_dropout", (x, 0.5, False)), ("channel_shuffle", (_a(1, 4, 2), 2))]
+    for name, args in pairs:
+        e = getattr(torch, name)(*[_conv(a, torch) for a in args])
+        g = getattr(acg, name)(*[_conv(a, acg) for a in args])
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-6, atol=1e-9, err_msg=name)
+    rm, rv, wt, b = _a(4), _a(4, lo=0.5, hi=1.5), _a(4), _a(4)
+    e = torch.batch_norm(*[torch.tensor(v) for v in (x, wt, b, rm, rv)], False, 0.1, 1e-5, False)
+    g = acg.batch_norm(*[acg.tensor(v) for v in (x, wt, b, rm, rv)], False, 0.1, 1e-5, False)
+    np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-6, atol=1e-9)
+    assert acg.dropout(acg.ones(1000), 0.5, True).numpy().mean() == pytest.approx(1.0, abs=0.15)
