@@ -1127,7 +1127,7 @@ _INPLACE_OF = {  # name_ -> functional, for in-place variants whose functional w
     "arcsin_": asin, "arccos_": acos, "arctan_": atan, "arcsinh_": asinh, "arccosh_": acosh,
     "arctanh_": atanh, "arctan2_": atan2, "absolute_": absolute, "fix_": fix, "frac_": frac,
     "deg2rad_": deg2rad, "copysign_": copysign, "fmod_": fmod, "hypot_": hypot,
-    "float_power_": float_power, "heaviside_": heaviside, "addmm_": addmm, "addmv_": addmv,
+    "heaviside_": heaviside, "addmm_": addmm, "addmv_": addmv,
     "addr_": addr, "baddbmm_": baddbmm, "addbmm_": addbmm, "addcmul_": addcmul,
     "addcdiv_": addcdiv,
 }
@@ -1182,6 +1182,7 @@ def install_tail_a_methods(cls: type) -> None:
         put(base + "_", _inplace(_late(base), base + "_"))
     for base in _CMP:
         put(base + "_", _inplace(_late(base), base + "_", check=False))
+    put("float_power_", _float_power_)
     put("clip_", lambda self, min=None, max=None: self.clamp_(min, max))
     put("cdouble", lambda self: self.to(_acg.complex128))
     put("cfloat", lambda self: self.to(_acg.complex64))
@@ -1198,6 +1199,16 @@ def install_tail_a_methods(cls: type) -> None:
     put("hash_tensor", _method(hash_tensor, "hash_tensor"))
     put("dim_order", lambda self, *, ambiguity_check=False: tuple(range(self.dim())))
     put("as_subclass", lambda self, cls_: _as_subclass(self, cls_))
+
+
+def _float_power_(self: Tensor, exponent: _T) -> Tensor:
+    """In-place ``float_power``: ``self`` must already be float64 (or complex128)."""
+    want = _acg.complex128 if self.is_complex() or (isinstance(exponent, Tensor) and
+                                                     exponent.is_complex()) else _acg.float64
+    if self.dtype != want:
+        raise RuntimeError(f"the base given to float_power_ has dtype {_dtname(self.dtype)} but "
+                           f"the operation's result requires dtype {_dtname(want)}")
+    return _inplace(_method(float_power, "float_power"), "float_power_")(self, exponent)
 
 
 def _as_subclass(self: Tensor, cls_: type) -> Tensor:

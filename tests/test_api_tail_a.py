@@ -394,3 +394,13 @@ def test_nn_functional_aliases():
     g = acg.batch_norm(*[acg.tensor(v) for v in (x, wt, b, rm, rv)], False, 0.1, 1e-5, False)
     np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-6, atol=1e-9)
     assert acg.dropout(acg.ones(1000), 0.5, True).numpy().mean() == pytest.approx(1.0, abs=0.15)
+
+
+def test_float_power_inplace_needs_double():
+    with pytest.raises(RuntimeError, match="requires dtype Double"):
+        acg.ones(3).float_power_(2)
+    with pytest.raises(RuntimeError, match="requires dtype Double"):
+        torch.ones(3).float_power_(2)
+    x = acg.tensor(C34)
+    x.float_power_(1.5)
+    np.testing.assert_allclose(x.numpy(), C34 ** 1.5)
