@@ -75,3 +75,7 @@ from . import distributions  # noqa: E402
 from ._legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor,  # noqa: E402,F401
                       DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor,
                       dtype)
+# -- long tail a-h
+from .kernels.api_tail_a import *  # noqa: E402,F401,F403
+from .kernels.api_tail_a import install_tail_a_methods as _install_tail_a  # noqa: E402
+_install_tail_a(Tensor)
