@@ -75,3 +75,7 @@ from . import distributions  # noqa: E402
 from ._legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor,  # noqa: E402,F401
                       DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor,
                       dtype)
+# -- long tail i-z
+from .kernels.api_tail_b import *  # noqa: E402,F401,F403
+from .kernels.api_tail_b import install_tail_b_methods as _install_tail_b  # noqa: E402
+_install_tail_b(Tensor)
