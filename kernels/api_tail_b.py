@@ -423,16 +423,13 @@ def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple:
         raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", "
                            f"but received: {indexing}")
     ts = [t.reshape(-1) for t in tensors]
-    if indexing == "xy" and len(ts) >= 2:
-        ts[0], ts[1] = ts[1], ts[0]
     shape = [t.shape[0] for t in ts]
     out = []
     for i, t in enumerate(ts):
         view = [1] * len(ts)
         view[i] = shape[i]
         out.append(t.reshape(view).expand(*shape))
-    if indexing == "xy" and len(ts) >= 2:
-        out[0], out[1] = out[1], out[0]
+    if indexing == "xy" and len(ts) >= 2:  # xy: the first two axes swapped (Cartesian)
         out = [o.transpose(0, 1) for o in out]
     return tuple(out)
 
@@ -534,7 +531,7 @@ t_copy = _copy(lambda input: input.t())
 transpose_copy = _copy(lambda input, dim0, dim1: input.transpose(dim0, dim1))
 unbind_copy = _copy(lambda input, dim=0: input.unbind(dim))
 unsqueeze_copy = _copy(lambda input, dim: input.unsqueeze(dim))
-view_copy = _copy(lambda input, *size: input.view(*size))
+view_copy = _copy(lambda input, size: input.view(size))
 
 
 # -- factories -----------------------------------------------------------------------------
@@ -673,6 +670,11 @@ def typename(obj: Any) -> str:
 _RED = {0: "none", 1: "mean", 2: "sum"}
 
 
+def _reduce(loss: Tensor, reduction: int) -> Tensor:
+    """aten's int reduction: 0 none, 1 mean, 2 sum."""
+    return loss if reduction == 0 else (loss.mean() if reduction == 1 else loss.sum())
+
+
 def selu(input: Tensor) -> Tensor:
     return _F().selu(input)
 
@@ -702,12 +704,14 @@ def rms_norm(input: Tensor, normalized_shape: Any, weight: Any = None,
     return _F().rms_norm(input, normalized_shape, weight, eps)
 
 
-def kl_div(input: Tensor, target: Tensor, reduction: int = 1, log_target: bool = False) -> Tensor:
-    return _F().kl_div(input, target, reduction=_RED[reduction], log_target=log_target)
+def kl_div(input: Tensor, target: Tensor, reduction: int = 0, *,
+           log_target: bool = False) -> Tensor:
+    """aten's kl_div: elementwise then reduced (no 'batchmean' warning at this level)."""
+    return _reduce(_F().kl_div(input, target, reduction="none", log_target=log_target), reduction)
 
 
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
-                        reduction: int = 1) -> Tensor:
+                        reduction: int = 0) -> Tensor:
     return _F().margin_ranking_loss(input1, input2, target, margin=margin,
                                     reduction=_RED[reduction])
 
@@ -729,7 +733,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool, full: bool,
 
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0,
                         p: float = 2.0, eps: float = 1e-6, swap: bool = False,
-                        reduction: int = 1) -> Tensor:
+                        reduction: int = 0) -> Tensor:
     return _F().triplet_margin_loss(anchor, positive, negative, margin=margin, p=p, eps=eps,
                                     swap=swap, reduction=_RED[reduction])
 
@@ -761,7 +765,7 @@ _TENSOR_INPLACE = ("i0 igamma igammac le lerp less less_equal lgamma log10 log1p
 _METHODS = ("log10 log2 sinh lerp rad2deg ldexp logaddexp logaddexp2 logcumsumexp median "
             "nanmedian kthvalue movedim moveaxis nanmean nansum quantile nanquantile positive "
             "ravel rot90 select_scatter slice_scatter signbit tile vsplit kron inner vdot trace "
-            "isin isneginf isposinf isreal is_neg is_nonzero is_same_size is_signed "
+            "isneginf isposinf isreal is_neg is_nonzero is_same_size is_signed "
             "is_distributed renorm take tensor_split split_with_sizes narrow_copy mv "
             "prelu").split()
 
