@@ -36,7 +36,11 @@ __all__ = [
     "is_autocast_xla_enabled", "is_warn_always_enabled", "typename", "range", "selu",
     "threshold", "prelu", "layer_norm", "instance_norm", "rms_norm", "kl_div",
     "margin_ranking_loss", "pairwise_distance", "pdist", "poisson_nll_loss",
-    "triplet_margin_loss", "install_tail_b_methods",
+    "triplet_margin_loss", "install_tail_b_methods", "index_put", "index_put_",
+    "masked_scatter", "put", "index_reduce", "mode", "resolve_neg", "nonzero_static",
+    "unique_consecutive", "unravel_index", "zero_", "rrelu", "kaiser_window", "nuclear_norm",
+    "norm_except_dim", "vmap", "view_as_real_copy", "view_as_complex_copy", "unfold_copy",
+    "is_storage", "unique",
 ]
 
 _LN10, _LN2 = math.log(10.0), math.log(2.0)
@@ -738,6 +742,243 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
                                     swap=swap, reduction=_RED[reduction])
 
 
+# -- second batch: scatters, mode, unique, windows --------------------------------------------
+
+_MODE = collections.namedtuple("mode", ["values", "indices"])
+
+
+def index_put(input: Tensor, indices: Any, values: Tensor, accumulate: bool = False) -> Tensor:
+    return input.index_put(tuple(indices), values, accumulate)
+
+
+def index_put_(input: Tensor, indices: Any, values: Tensor, accumulate: bool = False) -> Tensor:
+    return input.index_put_(tuple(indices), values, accumulate)
+
+
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """Where mask is true, the next elements of source in row-major order."""
+    acg = _acg()
+    if mask.dtype != np.bool_:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
+                           f"dtype {mask.dtype}")
+    m = mask.expand(*input.shape) if tuple(mask.shape) != tuple(input.shape) else mask
+    pos = (m.reshape(-1).to(acg.int64).cumsum(0) - 1).clamp(min=0)
+    taken = source.reshape(-1).index_select(0, pos).reshape(input.shape)
+    return acg.where(m, taken.to(input.dtype), input)
+
+
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """``input.flatten()[index] = source`` (``+=`` with accumulate), out of place."""
+    flat = input.reshape(-1)
+    n = flat.shape[0]
+    idx = index.reshape(-1)
+    idx = _acg().where(idx < 0, idx + n, idx)
+    return flat.index_put((idx,), source.reshape(-1), accumulate).reshape(input.shape)
+
+
+def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                 include_self: bool = True) -> Tensor:
+    """Reduce (prod, mean, amax, amin) source's slices into input's slices ``index``."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    d = dim % builtins.max(input.dim(), 1)
+    shape = [1] * source.dim()
+    shape[d] = index.shape[0]
+    full = index.reshape(shape).expand(*source.shape)
+    return input.scatter_reduce(d, full, source, reduce, include_self=include_self)
+
+
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
+    """The most frequent value along dim (the smallest of ties) and an index where it occurs."""
+    acg = _acg()
+    if input.dim() == 0:
+        return _MODE(input.clone(), acg.zeros((), dtype=acg.int64))
+    x = input.movedim(dim, -1)
+    n = x.shape[-1]
+    counts = (x.unsqueeze(-1) == x.unsqueeze(-2)).sum(-1)
+    best = counts == counts.amax(-1, keepdim=True)
+    big = x.detach().amax(-1, keepdim=True)
+    value = acg.where(best, x, big).amin(-1, keepdim=True)
+    pos = acg.where(x == value, acg.arange(n), acg.full_like(counts, -1)).amax(-1, keepdim=True)
+    value = x.gather(-1, pos)           # differentiable: the element itself
+    if keepdim:
+        return _MODE(value.movedim(-1, dim), pos.movedim(-1, dim))
+    return _MODE(value.squeeze(-1), pos.squeeze(-1))
+
+
+def resolve_neg(input: Tensor) -> Tensor:
+    return input  # no lazy negation bit here
+
+
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
+    """``nonzero()`` cut or padded with fill_value to ``size`` rows."""
+    nz = input.nonzero()
+    if nz.shape[0] >= size:
+        return nz[:size]
+    pad = _acg().full((size - nz.shape[0], input.dim()), fill_value, dtype=nz.dtype)
+    return _acg().cat([nz, pad], 0)
+
+
+def _np(x: Tensor) -> np.ndarray:
+    return np.asarray(x.detach().numpy())
+
+
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
+           return_counts: bool = False, dim: Any = None) -> Any:
+    """The distinct values (sorted), with the inverse indices and counts when asked."""
+    acg = _acg()
+    vals, inv, cnt = np.unique(_np(input), return_inverse=True, return_counts=True, axis=dim)
+    out = [acg.tensor(vals.astype(np.dtype(input.dtype)))]
+    if return_inverse:
+        shape = input.shape if dim is None else (input.shape[dim],)
+        out.append(acg.tensor(inv.reshape(shape).astype(np.int64)))
+    if return_counts:
+        out.append(acg.tensor(cnt.astype(np.int64)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                       dim: Any = None) -> Any:
+    """Collapse runs of equal values (slices along dim)."""
+    acg = _acg()
+    a = _np(input)
+    if dim is None:
+        a = a.reshape(-1)
+        d = 0
+    else:
+        d = dim % a.ndim
+    a = np.moveaxis(a, d, 0)
+    n = a.shape[0]
+    change = np.ones(n, dtype=bool)
+    if n > 1:
+        change[1:] = (a[1:] != a[:-1]).reshape(n - 1, -1).any(1)
+    starts = np.flatnonzero(change)
+    out = [acg.tensor(np.moveaxis(a[starts], 0, d).astype(np.dtype(input.dtype)))]
+    if return_inverse:
+        inv = (np.cumsum(change) - 1).astype(np.int64)
+        out.append(acg.tensor(inv.reshape(input.shape) if dim is None else inv))
+    if return_counts:
+        out.append(acg.tensor(np.diff(np.append(starts, n)).astype(np.int64)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def unravel_index(indices: Any, shape: Any) -> tuple:
+    """Flat indices to coordinates in ``shape``: a tuple of index tensors."""
+    idx = _t(indices)
+    if D.is_float(idx.dtype) or idx.dtype == np.bool_:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {idx.dtype}")
+    shape = [shape] if isinstance(shape, int) else list(shape)
+    total = int(np.prod(shape))
+    if builtins.bool(((idx < -total) | (idx >= total)).any()):
+        raise RuntimeError("'indices' must be in range [-prod(shape), prod(shape) - 1]")
+    idx = _acg().where(idx < 0, idx + total, idx).to(_acg().int64)
+    out = []
+    for size in reversed(shape):
+        out.append(idx % size)
+        idx = idx // size
+    return tuple(reversed(out))
+
+
+def zero_(input: Tensor) -> Tensor:
+    return input.zero_()
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          generator: Any = None) -> Tensor:
+    return _F().rrelu(input, lower, upper, training)
+
+
+def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *,
+                  dtype: Any = None, layout: Any = None, device: Any = None,
+                  requires_grad: bool = False) -> Tensor:
+    """The Kaiser window (periodic: one longer, last point dropped)."""
+    dt = D.as_dtype(dtype) or D.default_float()
+    if window_length == 1:
+        vals = np.ones(1)
+    else:
+        n = window_length + 1 if periodic else window_length
+        vals = np.kaiser(n, beta)[:window_length]
+    return _acg().tensor(vals.astype(dt), requires_grad=requires_grad)
+
+
+def nuclear_norm(input: Tensor, dim: Any = None, keepdim: bool = False, *,
+                 out: Any = None) -> Tensor:
+    if isinstance(dim, bool):
+        dim, keepdim = None, dim
+    return _acg().linalg.matrix_norm(input, "nuc", dim=(-2, -1) if dim is None else dim,
+                                     keepdim=keepdim)
+
+
+def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:
+    """The pow-norm over every dim but ``dim`` (dim -1: over everything), keepdim shape."""
+    if dim == -1:
+        return v.abs().pow(pow).sum().pow(1.0 / pow)
+    others = [i for i in builtins.range(v.dim()) if i != dim % v.dim()]
+    return v.abs().pow(pow).sum(others, keepdim=True).pow(1.0 / pow)
+
+
+def vmap(func: Any, in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error", *,
+         chunk_size: Any = None) -> Any:
+    from autograd_compile import func as F
+    return F.vmap(func, in_dims, out_dims, randomness, chunk_size=chunk_size)
+
+
+def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """Windows of ``size`` every ``step`` along dimension, as a new last dim."""
+    acg = _acg()
+    d = dimension % builtins.max(input.dim(), 1)
+    n = input.shape[d] if input.dim() else 1
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    count = (n - size) // step + 1
+    idx = (acg.arange(count).unsqueeze(1) * step + acg.arange(size)).reshape(-1)
+    x = input.index_select(d, idx) if input.dim() else input.reshape(1)
+    shape = list(x.shape)
+    shape[d:d + 1] = [count, size]
+    return x.reshape(shape).movedim(d + 1, -1)
+
+
+unfold_copy = unfold
+
+
+def view_as_real_copy(input: Tensor) -> Tensor:
+    return _acg().view_as_real(input).clone()
+
+
+def view_as_complex_copy(input: Tensor) -> Tensor:
+    return _acg().view_as_complex(input).clone()
+
+
+def is_storage(obj: Any) -> bool:
+    return type(obj).__name__ in ("UntypedStorage", "TypedStorage") or \
+        type(obj).__name__.endswith("Storage")
+
+
+def _stride(self: Tensor, dim: Any = None) -> Any:
+    """Row-major strides: every tensor here is contiguous (views are copies in JAX)."""
+    st, acc = [], 1
+    for size in reversed(tuple(self.shape)):
+        st.append(acc)
+        acc *= builtins.max(size, 1)
+    st = tuple(reversed(st))
+    return st if dim is None else st[dim]
+
+
+def _new(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """Legacy ``x.new(sizes...)`` (uninitialised: zeros here) or ``x.new(data)``."""
+    if not args:
+        return self.new_empty((0,), **kwargs)
+    if len(args) == 1 and not isinstance(args[0], int):
+        a = args[0]
+        if isinstance(a, tuple) and builtins.all(isinstance(i, int) for i in a):
+            return self.new_zeros(a, **kwargs)
+        return self.new_tensor(a, **kwargs)
+    return self.new_zeros(args, **kwargs)
+
+
 # -- in-place forms --------------------------------------------------------------------------
 
 def _inplace(name: str, f: Any) -> Any:
@@ -754,12 +995,12 @@ def _inplace(name: str, f: Any) -> Any:
 
 _TORCH_INPLACE = ("i0 log10 log1p log2 log logit nan_to_num neg negative rad2deg reciprocal relu "
                   "round rsqrt selu sigmoid sin sinc sinh sqrt square tan tanh trunc xlogy "
-                  "ldexp threshold").split()
+                  "ldexp threshold rrelu").split()
 _TENSOR_INPLACE = ("i0 igamma igammac le lerp less less_equal lgamma log10 log1p log2 log "
                    "logical_and logical_not logical_or logical_xor logit lt multiply mvlgamma "
                    "ne negative not_equal polygamma rad2deg reciprocal remainder renorm round "
                    "rsqrt sgn sign sin sinc sinh square subtract tan true_divide trunc xlogy "
-                   "ldexp").split()
+                   "ldexp masked_scatter put index_reduce").split()
 
 
 _METHODS = ("log10 log2 sinh lerp rad2deg ldexp logaddexp logaddexp2 logcumsumexp median "
@@ -767,7 +1008,8 @@ _METHODS = ("log10 log2 sinh lerp rad2deg ldexp logaddexp logaddexp2 logcumsumex
             "ravel rot90 select_scatter slice_scatter signbit tile vsplit kron inner vdot trace "
             "isneginf isposinf isreal is_neg is_nonzero is_same_size is_signed "
             "is_distributed renorm take tensor_split split_with_sizes narrow_copy mv "
-            "prelu").split()
+            "prelu index_put masked_scatter put index_reduce mode resolve_neg nonzero_static "
+            "unique unique_consecutive unfold").split()
 
 
 def install_tail_b_methods(cls: type) -> None:
@@ -778,6 +1020,8 @@ def install_tail_b_methods(cls: type) -> None:
             setattr(cls, name, g[name])
     cls.ndimension = lambda self: self.dim()
     cls.nelement = lambda self: self.numel()
+    cls.stride = _stride
+    cls.new = _new
     cls.polygamma_ = _inplace("polygamma", lambda self, n: self.polygamma(n))
     for n in _TENSOR_INPLACE:
         if not hasattr(cls, n + "_") and n != "polygamma":

@@ -1,4 +1,6 @@
 """Long tail i-z (kernels/api_tail_b.py) checked against PyTorch: values, dtypes, gradients."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -25,6 +27,13 @@ def _conv(x, lib):
     if isinstance(x, (list, tuple)) and x and isinstance(x[0], np.ndarray):
         return type(x)(lib.tensor(v) for v in x)
     return x
+
+
+def _ref(name, *args, **kwargs):
+    """torch's result, its deprecation/beta warnings silenced (they are torch's, not ours)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return getattr(torch, name)(*args, **kwargs)
 
 
 def _flat(out):
@@ -96,6 +105,27 @@ CASES = [
     ("triplet_margin_loss", (A, B, P), {}, [0, 1, 2]),
     ("margin_ranking_loss", (A, B, np.sign(M.T), 0.1, 1), {}, [0, 1]),
     ("triplet_margin_loss", (A, B, P, 1.0, 2.0, 1e-6, False, 2), {}, [0, 1, 2]),
+    ("masked_scatter", (A, A > 0, B), {}, [0, 2]),
+    ("masked_scatter", (A, (A > 0)[0], B), {}, [0, 2]),
+    ("put", (A, np.array([[0, -1], [5, 2]]), W[:2].repeat(2).reshape(2, 2)), {}, [0, 2]),
+    ("put", (A, np.array([1, 1, 3]), W), {"accumulate": True}, [0, 2]),
+    ("index_put", (A, (np.array([0, 2]), np.array([1, 3])), W[:2]), {}, [0, 2]),
+    ("index_reduce", (A, 0, np.array([0, 2, 0]), B, "amax"), {}, []),
+    ("index_reduce", (A, 1, np.array([0, 2, 0, 1]), B, "mean"), {"include_self": False}, []),
+    ("index_reduce", (P, 0, np.array([1, 1, 0]), P, "prod"), {}, [0, 3]),
+    ("mode", (np.array([[1., 2, 2, 3, 3], [4, 4, 1, 1, 5]]), 1), {}, []),
+    ("mode", (np.array([[1, 2, 2], [3, 3, 1]]), 0, True), {}, []),
+    ("resolve_neg", (A,), {}, [0]), ("nonzero_static", (I > 1,), {"size": 6}, []),
+    ("nonzero_static", (I > 1,), {"size": 2, "fill_value": 7}, []),
+    ("unique", (I,), {"return_inverse": True, "return_counts": True}, []),
+    ("unique", (I,), {"dim": 1}, []),
+    ("unique_consecutive", (np.array([1, 1, 2, 2, 3, 1]),),
+     {"return_inverse": True, "return_counts": True}, []),
+    ("unravel_index", (np.array([5, -1, 7]), (3, 4)), {}, []),
+    ("zero_", (A.copy(),), {}, []), ("rrelu", (A,), {}, [0]),
+    ("kaiser_window", (6,), {}, []), ("kaiser_window", (5, False, 5.0), {}, []),
+    ("nuclear_norm", (A,), {}, [0]), ("norm_except_dim", (A, 2, 1), {}, [0]),
+    ("norm_except_dim", (A, 3, -1), {}, [0]), ("unfold_copy", (A, 1, 2, 1), {}, [0]),
     ("kl_div", (A, P, 1), {}, [0, 1]), ("kl_div", (A, A, 2), {"log_target": True}, [0, 1]),
 ]
 
@@ -108,7 +138,7 @@ def _ids():
 def test_forward_and_grad(case):
     name, args, kwargs, diff = case
     ours = getattr(acg, name)(*[_conv(a, acg) for a in args], **kwargs)
-    ref = getattr(torch, name)(*[_conv(a, torch) for a in args], **kwargs)
+    ref = _ref(name, *[_conv(a, torch) for a in args], **kwargs)
     o, r = _flat(ours), _flat(ref)
     assert len(o) == len(r)
     for x, y in zip(o, r):
@@ -125,7 +155,7 @@ def test_forward_and_grad(case):
         aa[i].requires_grad_(True)
     sumw = lambda outs, lib: sum(((o * lib.tensor(np.linspace(0.5, 1.5, o.numel())).reshape(o.shape))
                                   .sum() for o in _flat(outs) if o.dtype == lib.float64))
-    sumw(getattr(torch, name)(*ta, **kwargs), torch).backward()
+    sumw(_ref(name, *ta, **kwargs), torch).backward()
     sumw(getattr(acg, name)(*aa, **kwargs), acg).backward()
     for i in diff:
         np.testing.assert_allclose(aa[i].grad.numpy(), ta[i].grad.numpy(), rtol=1e-6, atol=1e-8,
@@ -155,7 +185,8 @@ METHODS = [
     ("quantile", (A, 0.5)), ("ravel", (A,)), ("rot90", (A, 1, (0, 1))), ("signbit", (A,)),
     ("tile", (A, (1, 2))), ("kron", (A, B)), ("inner", (A, B)), ("trace", (A,)),
     ("renorm", (A, 2, 1, 1.0)), ("take", (A, I)),
-    ("tensor_split", (A, 2)), ("vdot", (V, V)), ("mv", (A, V)), ("isposinf", (INF,)),
+    ("tensor_split", (A, 2)), ("vdot", (V, V)), ("unfold", (V, 0, 2, 2)),
+    ("mode", (I,)), ("unique", (I,)), ("put", (A, I[0], W)), ("resolve_neg", (A,)), ("mv", (A, V)), ("isposinf", (INF,)),
 ]
 
 
@@ -177,7 +208,8 @@ INPLACE = [
     ("xlogy_", P, (P,)), ("lerp_", A, (B, 0.25)), ("lt_", A, (B,)), ("le_", A, (B,)),
     ("ne_", A, (B,)), ("less_", A, (B,)), ("remainder_", A, (0.7,)), ("subtract_", A, (B,)),
     ("multiply_", A, (B,)), ("true_divide_", A, (P,)), ("renorm_", A, (2, 0, 1.0)),
-    ("lgamma_", P, ()), ("i0_", A, ()), ("polygamma_", P, (1,)), ("ldexp_", A, (B,)),
+    ("lgamma_", P, ()), ("masked_scatter_", A, (A > 0, B)), ("put_", A, (I[0], W)),
+    ("index_reduce_", A, (0, np.array([1, 0, 1]), B, "amin")), ("i0_", A, ()), ("polygamma_", P, (1,)), ("ldexp_", A, (B,)),
 ]
 
 
@@ -193,9 +225,9 @@ def test_inplace_methods(name, x, args):
 
 
 @pytest.mark.parametrize("name", ["log_", "log10_", "sigmoid_", "relu_", "round_", "rsqrt_",
-                                  "sinh_", "square_", "trunc_", "reciprocal_", "rad2deg_"])
+                                  "sinh_", "square_", "trunc_", "reciprocal_", "rad2deg_", "rrelu_", "zero_"])
 def test_torch_inplace(name):
-    x = A * 2 if name in ("relu_", "round_", "trunc_", "sinh_", "square_") else P * 2
+    x = A * 2 if name in ("relu_", "round_", "trunc_", "sinh_", "square_", "rrelu_") else P * 2
     ours, ref = acg.tensor(x), torch.tensor(x)
     before = ours.numpy().copy()
     getattr(acg, name)(ours)
@@ -237,6 +269,8 @@ def test_factories_and_predicates():
     assert acg.is_nonzero(acg.tensor([1.0])) and not acg.is_nonzero(acg.tensor(0))
     with pytest.raises(RuntimeError):
         acg.is_nonzero(t)
+    assert t.stride() == torch.tensor(A).stride() and t.stride(1) == 1
+    assert t.new(2, 3).shape == (2, 3) and t.new([1.0, 2.0]).dtype == t.dtype
     assert t.ndimension() == 2 and t.nelement() == 12 and not t.is_neg()
     assert acg.typename(acg.tensor(np.float32(A))) == torch.typename(torch.tensor(np.float32(A)))
     assert acg.typename(3) == torch.typename(3)
