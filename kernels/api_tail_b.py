@@ -19,6 +19,7 @@ import numpy as np
 
 from autograd_compile.tensor import Tensor
 from . import _dtypes as D
+from ._defop import NONDIFF, binary
 
 __all__ = [
     "log10", "log2", "sinh", "lerp", "rad2deg", "ldexp", "logaddexp", "logaddexp2",
@@ -40,7 +41,7 @@ __all__ = [
     "masked_scatter", "put", "index_reduce", "mode", "resolve_neg", "nonzero_static",
     "unique_consecutive", "unravel_index", "zero_", "rrelu", "kaiser_window", "nuclear_norm",
     "norm_except_dim", "vmap", "view_as_real_copy", "view_as_complex_copy", "unfold_copy",
-    "is_storage", "unique",
+    "is_storage", "unique", "nextafter", "lcm", "lcm_", "poisson",
 ]
 
 _LN10, _LN2 = math.log(10.0), math.log(2.0)
@@ -979,6 +980,87 @@ def _new(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     return self.new_zeros(args, **kwargs)
 
 
+# -- ops with their own (non-differentiable) kernels ---------------------------------------
+
+def _jnp_nextafter(x: Any, y: Any) -> Any:
+    import jax.numpy as jnp
+    return jnp.nextafter(x, y)
+
+
+def _jnp_lcm(x: Any, y: Any) -> Any:
+    import jax.numpy as jnp
+    return jnp.lcm(x, y)
+
+
+_nextafter = binary("nextafter", _jnp_nextafter, NONDIFF)
+_lcm = binary("lcm", _jnp_lcm, NONDIFF)
+
+
+def nextafter(input: Tensor, other: Tensor) -> Tensor:
+    """The next float after input toward other."""
+    if not D.is_float(input.dtype):
+        raise RuntimeError(f"\"nextafter_cpu\" not implemented for '{_tname(input.dtype)}'")
+    return _nextafter(input, other)
+
+
+def lcm(input: Tensor, other: Tensor) -> Tensor:
+    """Least common multiple of integer tensors (non-negative, as PyTorch's)."""
+    for t in (input, other):
+        if D.is_float(t.dtype) or t.dtype == np.bool_:
+            raise RuntimeError(f"\"lcm_cpu\" not implemented for '{_tname(t.dtype)}'")
+    return _lcm(input, other)
+
+
+def lcm_(input: Tensor, other: Tensor) -> Tensor:
+    return input.copy_(lcm(input, other))
+
+
+def _tname(dtype: Any) -> str:
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+            "bool": "Bool"}.get(str(np.dtype(dtype)), str(dtype))
+
+
+def poisson(input: Tensor, generator: Any = None) -> Tensor:
+    """Poisson samples with rates ``input`` (no gradient, as in PyTorch)."""
+    import jax
+    acg = _acg()
+    from .random import default_generator
+    gen = generator if generator is not None else default_generator
+    key = gen._next_key() if hasattr(gen, "_next_key") else jax.random.PRNGKey(
+        int(acg.randint(0, 2 ** 31 - 1, ()).item()))
+    lam = np.asarray(input.detach().numpy())
+    draws = jax.random.poisson(key, lam, lam.shape)
+    return acg.tensor(np.asarray(draws).astype(lam.dtype))
+
+
+def _random_(self: Tensor, *args: Any, generator: Any = None) -> Tensor:
+    """``random_(to)`` / ``random_(from, to)`` / ``random_()``: integers drawn uniformly."""
+    acg = _acg()
+    if len(args) == 2:
+        lo, hi = args
+    elif len(args) == 1:
+        lo, hi = 0, args[0]
+    else:
+        lo = 0
+        hi = 2 ** (np.finfo(self.dtype).nmant + 1) if D.is_float(self.dtype) else \
+            (2 if self.dtype == np.bool_ else int(np.iinfo(self.dtype).max) + 1)
+    hi = builtins.min(hi, 2 ** 62)
+    draws = acg.randint(int(lo), int(hi), tuple(self.shape), dtype=acg.int64,
+                        generator=generator)
+    return self.copy_(draws.to(self.dtype))
+
+
+def _log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *,
+                 generator: Any = None) -> Tensor:
+    """Fill with exp(N(mean, std)) draws."""
+    z = _acg().randn(tuple(self.shape), dtype=self.dtype, generator=generator)
+    return self.copy_((z * std + mean).exp())
+
+
+def _new_empty_strided(self: Tensor, size: Any, stride: Any, **kwargs: Any) -> Tensor:
+    return self.new_empty(tuple(size), **kwargs)  # storage layout is XLA's
+
+
 # -- in-place forms --------------------------------------------------------------------------
 
 def _inplace(name: str, f: Any) -> Any:
@@ -1000,7 +1082,7 @@ _TENSOR_INPLACE = ("i0 igamma igammac le lerp less less_equal lgamma log10 log1p
                    "logical_and logical_not logical_or logical_xor logit lt multiply mvlgamma "
                    "ne negative not_equal polygamma rad2deg reciprocal remainder renorm round "
                    "rsqrt sgn sign sin sinc sinh square subtract tan true_divide trunc xlogy "
-                   "ldexp masked_scatter put index_reduce").split()
+                   "ldexp masked_scatter put index_reduce nextafter lcm").split()
 
 
 _METHODS = ("log10 log2 sinh lerp rad2deg ldexp logaddexp logaddexp2 logcumsumexp median "
@@ -1009,7 +1091,7 @@ _METHODS = ("log10 log2 sinh lerp rad2deg ldexp logaddexp logaddexp2 logcumsumex
             "isneginf isposinf isreal is_neg is_nonzero is_same_size is_signed "
             "is_distributed renorm take tensor_split split_with_sizes narrow_copy mv "
             "prelu index_put masked_scatter put index_reduce mode resolve_neg nonzero_static "
-            "unique unique_consecutive unfold").split()
+            "unique unique_consecutive unfold nextafter lcm").split()
 
 
 def install_tail_b_methods(cls: type) -> None:
@@ -1022,6 +1104,9 @@ def install_tail_b_methods(cls: type) -> None:
     cls.nelement = lambda self: self.numel()
     cls.stride = _stride
     cls.new = _new
+    cls.random_ = _random_
+    cls.log_normal_ = _log_normal_
+    cls.new_empty_strided = _new_empty_strided
     cls.polygamma_ = _inplace("polygamma", lambda self, n: self.polygamma(n))
     for n in _TENSOR_INPLACE:
         if not hasattr(cls, n + "_") and n != "polygamma":

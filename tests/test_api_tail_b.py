@@ -290,3 +290,31 @@ def test_errors():
         acg.rot90(t, 1, (0, 0))
     with pytest.raises(RuntimeError):
         acg.nanmean(acg.tensor(I))
+
+
+def test_nextafter_lcm():
+    a, b = np.array([1.0, 2.0, 0.0, -1.5]), np.array([2.0, 0.0, -1.0, -1.5])
+    for f, x, y in [("nextafter", a, b), ("lcm", I[0], I[1]), ("lcm", np.array([-4, 0]), np.array([6, 3]))]:
+        np.testing.assert_array_equal(getattr(acg, f)(acg.tensor(x), acg.tensor(y)).numpy(),
+                                      getattr(torch, f)(torch.tensor(x), torch.tensor(y)).numpy())
+    t = acg.tensor(a)
+    t.nextafter_(acg.tensor(b))
+    np.testing.assert_array_equal(t.numpy(), np.nextafter(a, b))
+    with pytest.raises(RuntimeError):
+        acg.lcm(acg.tensor(a), acg.tensor(b))
+
+
+def test_random_fills():
+    acg.manual_seed(0)
+    x = acg.zeros(20000, dtype=acg.float64)
+    x.random_(3, 9)
+    v = x.numpy()
+    assert v.min() == 3 and v.max() == 8 and np.all(v == np.round(v))
+    x.log_normal_(1.0, 0.5)
+    logs = np.log(x.numpy())
+    assert abs(logs.mean() - 1.0) < 0.03 and abs(logs.std() - 0.5) < 0.03
+    rates = acg.full((20000,), 4.0)
+    draws = acg.poisson(rates).numpy()
+    assert abs(draws.mean() - 4.0) < 0.1 and abs(draws.var() - 4.0) < 0.3
+    assert np.all(draws == np.round(draws))
+    assert x.new_empty_strided((2, 3), (3, 1)).shape == (2, 3)
