@@ -1061,6 +1061,30 @@ def _new_empty_strided(self: Tensor, size: Any, stride: Any, **kwargs: Any) -> T
     return self.new_empty(tuple(size), **kwargs)  # storage layout is XLA's
 
 
+def _reshape_inplace(name: str, f: Any) -> Any:
+    """Shape-changing in-place (``x.t_()``): the value replaced, for tensors outside autograd."""
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        if self.requires_grad:
+            raise RuntimeError(f"{name}_: changing the shape in place of a tensor that requires "
+                               f"grad is not supported here; use the out-of-place {name}()")
+        self._set_data(f(self, *args, **kwargs)._data)
+        return self
+    method.__name__ = method.__qualname__ = f"{name}_"
+    return method
+
+
+def _resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
+    """Keep the first elements (row-major), pad with zeros: PyTorch leaves them uninitialised."""
+    shape = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
+    n = int(np.prod(shape))
+    flat = self.detach().reshape(-1)
+    if flat.shape[0] >= n:
+        flat = flat[:n]
+    else:
+        flat = _acg().cat([flat, _acg().zeros(n - flat.shape[0], dtype=self.dtype)])
+    return _reshape_inplace("resize", lambda x: flat.reshape(shape))(self)
+
+
 # -- in-place forms --------------------------------------------------------------------------
 
 def _inplace(name: str, f: Any) -> Any:
@@ -1104,6 +1128,10 @@ def install_tail_b_methods(cls: type) -> None:
     cls.nelement = lambda self: self.numel()
     cls.stride = _stride
     cls.new = _new
+    for n in ("t", "transpose", "swapaxes", "swapdims", "squeeze", "unsqueeze"):
+        setattr(cls, n + "_", _reshape_inplace(n, getattr(cls, n)))
+    cls.resize_ = _resize_
+    cls.resize_as_ = lambda self, other, memory_format=None: _resize_(self, tuple(other.shape))
     cls.random_ = _random_
     cls.log_normal_ = _log_normal_
     cls.new_empty_strided = _new_empty_strided

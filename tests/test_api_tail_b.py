@@ -318,3 +318,18 @@ def test_random_fills():
     assert abs(draws.mean() - 4.0) < 0.1 and abs(draws.var() - 4.0) < 0.3
     assert np.all(draws == np.round(draws))
     assert x.new_empty_strided((2, 3), (3, 1)).shape == (2, 3)
+
+
+@pytest.mark.parametrize("name,args", [("t_", ()), ("transpose_", (0, 1)), ("swapaxes_", (1, 0)),
+                                       ("swapdims_", (0, 1)), ("squeeze_", ()),
+                                       ("unsqueeze_", (1,)), ("resize_", (2, 3)),
+                                       ("resize_", (2, 2))])
+def test_shape_inplace(name, args):
+    ours, ref = acg.tensor(A[:1].reshape(1, 4)[:, :3]), torch.tensor(A[:1].reshape(1, 4)[:, :3])
+    assert getattr(ours, name)(*args) is ours
+    getattr(ref, name)(*args)
+    assert tuple(ours.shape) == tuple(ref.shape)
+    if name != "resize_" or int(np.prod(args)) <= 3:  # torch leaves grown storage uninitialised
+        np.testing.assert_array_equal(ours.numpy(), ref.numpy())
+    with pytest.raises(RuntimeError):
+        getattr(acg.ones(1, 3, requires_grad=True), name)(*args)
