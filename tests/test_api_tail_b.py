@@ -36,6 +36,12 @@ def _ref(name, *args, **kwargs):
         return getattr(torch, name)(*args, **kwargs)
 
 
+def sumw(outs, lib):
+    """A weighted sum of the float64 outputs: a scalar loss with distinct output gradients."""
+    return sum((o * lib.tensor(np.linspace(0.5, 1.5, o.numel())).reshape(o.shape)).sum()
+               for o in _flat(outs) if o.dtype == lib.float64)
+
+
 def _flat(out):
     if isinstance(out, (tuple, list)):
         return [o for x in out for o in _flat(x)]
@@ -96,7 +102,8 @@ CASES = [
     ("squeeze_copy", (A[:1],), {}, []), ("unbind_copy", (A, 1), {}, []),
     ("split_copy", (A, 2, 1), {}, []), ("view_copy", (A, (4, 3)), {}, []),
     ("slice_copy", (A, 1, 0, 3, 2), {}, []), ("split_with_sizes_copy", (A, [2, 2], 1), {}, []),
-    ("meshgrid", (V, W), {"indexing": "ij"}, [0, 1]), ("meshgrid", (V, W), {"indexing": "xy"}, [0, 1]),
+    ("meshgrid", (V, W), {"indexing": "ij"}, [0, 1]),
+    ("meshgrid", (V, W), {"indexing": "xy"}, [0, 1]),
     ("selu", (A,), {}, [0]), ("threshold", (A, 0.1, -1.0), {}, [0]),
     ("prelu", (A, np.array([0.2])), {}, [0, 1]),
     ("layer_norm", (A, (4,)), {}, [0]),
@@ -144,8 +151,8 @@ def test_forward_and_grad(case):
     for x, y in zip(o, r):
         assert tuple(x.shape) == tuple(y.shape), name
         assert str(x.dtype).replace("torch.", "") == str(y.dtype).replace("torch.", ""), name
-        np.testing.assert_allclose(np.asarray(x.detach().numpy(), dtype=np.float64) if x.dtype != acg.bool else x.numpy(),
-                                   y.detach().numpy(), rtol=1e-6, atol=1e-8, err_msg=name)
+        np.testing.assert_allclose(x.detach().numpy(), y.detach().numpy(), rtol=1e-6, atol=1e-8,
+                                   err_msg=name)
     if not diff:
         return
     ta = [_conv(a, torch) for a in args]
@@ -153,8 +160,6 @@ def test_forward_and_grad(case):
     for i in diff:
         ta[i].requires_grad_(True)
         aa[i].requires_grad_(True)
-    sumw = lambda outs, lib: sum(((o * lib.tensor(np.linspace(0.5, 1.5, o.numel())).reshape(o.shape))
-                                  .sum() for o in _flat(outs) if o.dtype == lib.float64))
     sumw(_ref(name, *ta, **kwargs), torch).backward()
     sumw(getattr(acg, name)(*aa, **kwargs), acg).backward()
     for i in diff:
@@ -186,7 +191,8 @@ METHODS = [
     ("tile", (A, (1, 2))), ("kron", (A, B)), ("inner", (A, B)), ("trace", (A,)),
     ("renorm", (A, 2, 1, 1.0)), ("take", (A, I)),
     ("tensor_split", (A, 2)), ("vdot", (V, V)), ("unfold", (V, 0, 2, 2)),
-    ("mode", (I,)), ("unique", (I,)), ("put", (A, I[0], W)), ("resolve_neg", (A,)), ("mv", (A, V)), ("isposinf", (INF,)),
+    ("mode", (I,)), ("unique", (I,)), ("put", (A, I[0], W)), ("resolve_neg", (A,)),
+    ("mv", (A, V)), ("isposinf", (INF,)),
 ]
 
 
@@ -209,7 +215,8 @@ INPLACE = [
     ("ne_", A, (B,)), ("less_", A, (B,)), ("remainder_", A, (0.7,)), ("subtract_", A, (B,)),
     ("multiply_", A, (B,)), ("true_divide_", A, (P,)), ("renorm_", A, (2, 0, 1.0)),
     ("lgamma_", P, ()), ("masked_scatter_", A, (A > 0, B)), ("put_", A, (I[0], W)),
-    ("index_reduce_", A, (0, np.array([1, 0, 1]), B, "amin")), ("i0_", A, ()), ("polygamma_", P, (1,)), ("ldexp_", A, (B,)),
+    ("index_reduce_", A, (0, np.array([1, 0, 1]), B, "amin")), ("i0_", A, ()),
+    ("polygamma_", P, (1,)), ("ldexp_", A, (B,)),
 ]
 
 
@@ -225,7 +232,8 @@ def test_inplace_methods(name, x, args):
 
 
 @pytest.mark.parametrize("name", ["log_", "log10_", "sigmoid_", "relu_", "round_", "rsqrt_",
-                                  "sinh_", "square_", "trunc_", "reciprocal_", "rad2deg_", "rrelu_", "zero_"])
+                                  "sinh_", "square_", "trunc_", "reciprocal_", "rad2deg_",
+                                  "rrelu_", "zero_"])
 def test_torch_inplace(name):
     x = A * 2 if name in ("relu_", "round_", "trunc_", "sinh_", "square_", "rrelu_") else P * 2
     ours, ref = acg.tensor(x), torch.tensor(x)
@@ -294,7 +302,8 @@ def test_errors():
 
 def test_nextafter_lcm():
     a, b = np.array([1.0, 2.0, 0.0, -1.5]), np.array([2.0, 0.0, -1.0, -1.5])
-    for f, x, y in [("nextafter", a, b), ("lcm", I[0], I[1]), ("lcm", np.array([-4, 0]), np.array([6, 3]))]:
+    cases = [("nextafter", a, b), ("lcm", I[0], I[1]), ("lcm", np.array([-4, 0]), np.array([6, 3]))]
+    for f, x, y in cases:
         np.testing.assert_array_equal(getattr(acg, f)(acg.tensor(x), acg.tensor(y)).numpy(),
                                       getattr(torch, f)(torch.tensor(x), torch.tensor(y)).numpy())
     t = acg.tensor(a)
