@@ -41,7 +41,7 @@ __all__ = [
     "masked_scatter", "put", "index_reduce", "mode", "resolve_neg", "nonzero_static",
     "unique_consecutive", "unravel_index", "zero_", "rrelu", "kaiser_window", "nuclear_norm",
     "norm_except_dim", "vmap", "view_as_real_copy", "view_as_complex_copy", "unfold_copy",
-    "is_storage", "unique", "nextafter", "lcm", "lcm_", "poisson",
+    "is_storage", "unique", "nextafter", "lcm", "lcm_", "poisson", "orgqr", "ormqr",
 ]
 
 _LN10, _LN2 = math.log(10.0), math.log(2.0)
@@ -1085,6 +1085,44 @@ def _resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
     return _reshape_inplace("resize", lambda x: flat.reshape(shape))(self)
 
 
+def orgqr(input: Tensor, tau: Tensor) -> Tensor:
+    """The first n columns of Q from Householder reflectors (``linalg.householder_product``)."""
+    return _acg().linalg.householder_product(input, tau)
+
+
+def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,
+          transpose: bool = False) -> Tensor:
+    """``op(Q) @ other`` (left) or ``other @ op(Q)`` with the full m x m Q of the reflectors."""
+    acg = _acg()
+    m, k = input.shape[-2], input.shape[-1]
+    if k < m:  # extra reflectors with tau 0 are identities: Q becomes square
+        input = acg.cat([input, acg.zeros(*input.shape[:-1], m - k, dtype=input.dtype)], -1)
+        tau = acg.cat([tau, acg.zeros(*tau.shape[:-1], m - tau.shape[-1], dtype=tau.dtype)], -1)
+    q = acg.linalg.householder_product(input[..., :m], tau)
+    if transpose:
+        q = q.transpose(-2, -1).conj() if q.is_complex() else q.transpose(-2, -1)
+    return q @ other if left else other @ q
+
+
+_REMOVED = {
+    "solve": "`torch.solve` is deprecated in favor of `torch.linalg.solve`.",
+    "symeig": "`torch.symeig` is deprecated in favor of `torch.linalg.eigh`.",
+    "lstsq": "`torch.lstsq` is deprecated in favor of `torch.linalg.lstsq`.",
+    "eig": "`torch.eig` is deprecated in favor of `torch.linalg.eig`.",
+}
+
+
+def _removed(name: str) -> Any:
+    """Methods PyTorch 2 still has but that only raise, naming their replacement."""
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        if name == "reinforce":
+            raise RuntimeError("reinforce() was removed.\nUse torch.distributions instead.")
+        raise RuntimeError(f"This function was deprecated since version 1.9 and is now removed. "
+                           f"{_REMOVED[name]}")
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
 # -- in-place forms --------------------------------------------------------------------------
 
 def _inplace(name: str, f: Any) -> Any:
@@ -1115,7 +1153,7 @@ _METHODS = ("log10 log2 sinh lerp rad2deg ldexp logaddexp logaddexp2 logcumsumex
             "isneginf isposinf isreal is_neg is_nonzero is_same_size is_signed "
             "is_distributed renorm take tensor_split split_with_sizes narrow_copy mv "
             "prelu index_put masked_scatter put index_reduce mode resolve_neg nonzero_static "
-            "unique unique_consecutive unfold nextafter lcm").split()
+            "unique unique_consecutive unfold nextafter lcm orgqr ormqr").split()
 
 
 def install_tail_b_methods(cls: type) -> None:
@@ -1132,6 +1170,9 @@ def install_tail_b_methods(cls: type) -> None:
         setattr(cls, n + "_", _reshape_inplace(n, getattr(cls, n)))
     cls.resize_ = _resize_
     cls.resize_as_ = lambda self, other, memory_format=None: _resize_(self, tuple(other.shape))
+    for n in ("solve", "symeig", "lstsq", "eig", "reinforce"):
+        if not hasattr(cls, n):
+            setattr(cls, n, _removed(n))
     cls.random_ = _random_
     cls.log_normal_ = _log_normal_
     cls.new_empty_strided = _new_empty_strided

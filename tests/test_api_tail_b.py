@@ -133,6 +133,9 @@ CASES = [
     ("kaiser_window", (6,), {}, []), ("kaiser_window", (5, False, 5.0), {}, []),
     ("nuclear_norm", (A,), {}, [0]), ("norm_except_dim", (A, 2, 1), {}, [0]),
     ("norm_except_dim", (A, 3, -1), {}, [0]), ("unfold_copy", (A, 1, 2, 1), {}, [0]),
+    ("orgqr", (M, W[:3]), {}, [0, 1]),
+    ("ormqr", (M, W[:3], A.T.copy()), {}, [0, 1, 2]),
+    ("ormqr", (M, W[:3], A), {"left": False, "transpose": True}, [0, 1, 2]),
     ("kl_div", (A, P, 1), {}, [0, 1]), ("kl_div", (A, A, 2), {"log_target": True}, [0, 1]),
 ]
 
@@ -344,3 +347,12 @@ def test_shape_inplace(name, args):
         np.testing.assert_array_equal(ours.numpy(), ref.numpy())
     with pytest.raises(RuntimeError):
         getattr(acg.ones(1, 3, requires_grad=True), name)(*args)
+
+
+@pytest.mark.parametrize("name", ["solve", "symeig", "lstsq", "eig", "reinforce"])
+def test_removed_methods_raise_like_torch(name):
+    args = {"solve": 1, "lstsq": 1, "reinforce": 1}.get(name, 0)
+    with pytest.raises(RuntimeError, match="removed"):
+        getattr(torch.eye(3), name)(*[torch.eye(3)] * args)
+    with pytest.raises(RuntimeError, match="removed"):
+        getattr(acg.eye(3), name)(*[acg.eye(3)] * args)
