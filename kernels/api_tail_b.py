@@ -1123,6 +1123,14 @@ def _removed(name: str) -> Any:
     return method
 
 
+def _map2_(self: Tensor, x: Tensor, y: Tensor, callable: Any) -> Tensor:
+    """``self[i] = callable(self[i], x[i], y[i])`` elementwise in Python (CPU, as PyTorch's)."""
+    a, b, c = np.broadcast_arrays(_np(self), _np(x), _np(y))
+    out = np.array([callable(*v) for v in zip(a.ravel().tolist(), b.ravel().tolist(),
+                                               c.ravel().tolist())], dtype=np.dtype(self.dtype))
+    return self.copy_(_acg().tensor(out.reshape(a.shape)))
+
+
 # -- in-place forms --------------------------------------------------------------------------
 
 def _inplace(name: str, f: Any) -> Any:
@@ -1169,6 +1177,9 @@ def install_tail_b_methods(cls: type) -> None:
     for n in ("t", "transpose", "swapaxes", "swapdims", "squeeze", "unsqueeze"):
         setattr(cls, n + "_", _reshape_inplace(n, getattr(cls, n)))
     cls.resize_ = _resize_
+    cls.resize = lambda self, *sizes: _resize_(self.detach().clone(), *sizes)
+    cls.resize_as = lambda self, other: _resize_(self.detach().clone(), tuple(other.shape))
+    cls.map2_ = _map2_
     cls.resize_as_ = lambda self, other, memory_format=None: _resize_(self, tuple(other.shape))
     for n in ("solve", "symeig", "lstsq", "eig", "reinforce"):
         if not hasattr(cls, n):

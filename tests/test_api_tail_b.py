@@ -356,3 +356,15 @@ def test_removed_methods_raise_like_torch(name):
         getattr(torch.eye(3), name)(*[torch.eye(3)] * args)
     with pytest.raises(RuntimeError, match="removed"):
         getattr(acg.eye(3), name)(*[acg.eye(3)] * args)
+
+
+def test_resize_and_map2():
+    t = acg.tensor(A)
+    r = t.resize(2, 5)
+    assert r.shape == (2, 5) and t.shape == (3, 4)
+    np.testing.assert_array_equal(r.numpy().ravel(), A.ravel()[:10])
+    assert t.resize_as(acg.tensor(W)).shape == (3,)
+    ref = torch.tensor(A)
+    ref.map2_(torch.tensor(B), torch.tensor(P), lambda a, b, c: a * b + c)
+    t.map2_(acg.tensor(B), acg.tensor(P), lambda a, b, c: a * b + c)
+    np.testing.assert_allclose(t.numpy(), ref.numpy(), rtol=1e-12)
