@@ -37,10 +37,10 @@ __all__ = [
     "is_autocast_xla_enabled", "is_warn_always_enabled", "typename", "range", "selu",
     "threshold", "prelu", "layer_norm", "instance_norm", "rms_norm", "kl_div",
     "margin_ranking_loss", "pairwise_distance", "pdist", "poisson_nll_loss",
-    "triplet_margin_loss", "install_tail_b_methods", "index_put", "index_put_",
+    "triplet_margin_loss", "index_put", "index_put_",
     "masked_scatter", "put", "index_reduce", "mode", "resolve_neg", "nonzero_static",
     "unique_consecutive", "unravel_index", "zero_", "rrelu", "kaiser_window", "nuclear_norm",
-    "norm_except_dim", "vmap", "view_as_real_copy", "view_as_complex_copy", "unfold_copy",
+    "norm_except_dim", "vmap", "unfold_copy",
     "is_storage", "unique", "nextafter", "lcm", "lcm_", "poisson", "orgqr", "ormqr",
 ]
 
@@ -628,13 +628,14 @@ def init_num_threads() -> None:
 
 
 def is_anomaly_enabled() -> bool:
-    from autograd_compile import autograd
-    return builtins.bool(getattr(autograd, "is_anomaly_enabled", lambda: False)())
+    """Whether backward runs under ``autograd.detect_anomaly``."""
+    from autograd_compile.autograd.engine import STATE
+    return builtins.bool(STATE.anomaly)
 
 
 def is_anomaly_check_nan_enabled() -> bool:
-    from autograd_compile import autograd
-    return builtins.bool(getattr(autograd, "is_anomaly_check_nan_enabled", lambda: False)())
+    """True, PyTorch's default: anomaly mode here always checks for nan when it is on."""
+    return True
 
 
 def is_autocast_cache_enabled() -> bool:
@@ -943,14 +944,6 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
 
 
 unfold_copy = unfold
-
-
-def view_as_real_copy(input: Tensor) -> Tensor:
-    return _acg().view_as_real(input).clone()
-
-
-def view_as_complex_copy(input: Tensor) -> Tensor:
-    return _acg().view_as_complex(input).clone()
 
 
 def is_storage(obj: Any) -> bool:

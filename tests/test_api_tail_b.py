@@ -368,3 +368,18 @@ def test_resize_and_map2():
     ref.map2_(torch.tensor(B), torch.tensor(P), lambda a, b, c: a * b + c)
     t.map2_(acg.tensor(B), acg.tensor(P), lambda a, b, c: a * b + c)
     np.testing.assert_allclose(t.numpy(), ref.numpy(), rtol=1e-12)
+
+
+def test_vmap_and_flags():
+    f = lambda x: (x * x).sum()  # noqa: E731
+    np.testing.assert_allclose(acg.vmap(f)(acg.tensor(A)).numpy(),
+                               torch.vmap(f)(torch.tensor(A)).numpy(), rtol=1e-12)
+    for name in ["is_anomaly_enabled", "is_anomaly_check_nan_enabled", "is_autocast_cpu_enabled",
+                 "is_autocast_ipu_enabled", "is_autocast_xla_enabled", "is_warn_always_enabled",
+                 "is_autocast_cache_enabled"]:
+        assert getattr(acg, name)() == getattr(torch, name)(), name
+    with pytest.warns(UserWarning, match="Anomaly"):  # torch's own warning on entry
+        with acg.autograd.detect_anomaly(), torch.autograd.detect_anomaly():
+            assert acg.is_anomaly_enabled() and torch.is_anomaly_enabled()
+    assert acg.init_num_threads() is None
+    assert not acg.is_storage(acg.tensor(A)) and not acg.is_distributed(acg.tensor(A))
