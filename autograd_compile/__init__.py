@@ -79,3 +79,7 @@ from ._legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor,  # noq
 from .kernels.api_tail_a import *  # noqa: E402,F401,F403
 from .kernels.api_tail_a import install_tail_a_methods as _install_tail_a  # noqa: E402
 _install_tail_a(Tensor)
+# -- long tail i-z
+from .kernels.api_tail_b import *  # noqa: E402,F401,F403
+from .kernels.api_tail_b import install_tail_b_methods as _install_tail_b  # noqa: E402
+_install_tail_b(Tensor)
