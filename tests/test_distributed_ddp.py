@@ -21,7 +21,7 @@ TOL = 1e-5  # float32: 3 SGD steps on a tiny MLP
 @pytest.fixture(scope="module")
 def ddp_run(tmp_path_factory) -> tuple[dict, Path]:
     dump = tmp_path_factory.mktemp("hlo")
-    flags = f"--xla_dump_to={dump} --xla_dump_hlo_as_text --xla_dump_hlo_module_re=.*_trace.*"
+    flags = f"--xla_dump_to={dump} --xla_dump_hlo_as_text --xla_dump_hlo_module_re=.*_(trace|counted).*"
     return run_script("_dist_ddp.py", devices=8, XLA_FLAGS=flags), dump
 
 
@@ -59,7 +59,8 @@ def test_hooks_under_ddp_see_the_reduced_gradient(ddp_run, mode):
 
 def _collectives(dump: Path) -> list[set[str]]:
     found = []
-    for f in sorted(dump.glob("*jit__trace*after_optimizations.txt")):
+    for f in sorted([*dump.glob("*jit__trace*after_optimizations.txt"),
+                     *dump.glob("*jit__counted*after_optimizations.txt")]):
         text = f.read_text()
         found.append(set(re.findall(r"\b(all-reduce|reduce-scatter|all-gather|dynamic-slice)"
                                     r"(?:-start)?\(", text)))

@@ -338,7 +338,7 @@ CASES = [
          lambda x, p: -(jax.nn.log_softmax(x, 1) * p).sum(1).mean(), (T(3, 4), P(3, 4))),
     Case("nll_loss", lambda x, t: F.nll_loss(x.log_softmax(1), t), _ce_ref, (T(4, 5), I(4, hi=5))),
     Case("mse_loss", F.mse_loss, lambda x, t: ((x - t) ** 2).mean(), (T(3, 4), T(3, 4))),
-    Case("mse_loss_sum_broadcast", lambda x, t: F.mse_loss(x, t, "sum"),
+    Case("mse_loss_sum_broadcast", lambda x, t: F.mse_loss(x, t, reduction="sum"),
          lambda x, t: ((x - t) ** 2).sum(), (T(3, 4), T(4))),
     Case("mse_loss_none", lambda x, t: F.mse_loss(x, t, reduction="none"),
          lambda x, t: (x - t) ** 2, (T(3, 4), T(3, 4))),

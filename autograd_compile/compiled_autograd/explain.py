@@ -23,7 +23,9 @@ def leaf_name(t: Any) -> str:
     outermost module), else the tensor's dtype and shape. Scans the heap: for log lines only."""
     from ..nn import Module
     best = None
-    for root in (m for m in gc.get_objects() if isinstance(m, Module)):
+    # type(), not isinstance(): some objects (torch's deprecated aliases, when torch is
+    # loaded) warn when their __class__ is read
+    for root in (m for m in gc.get_objects() if issubclass(type(m), Module)):
         for name, p in root.named_parameters():
             if p is t and (best is None or name.count(".") > best.count(".")):
                 best = name

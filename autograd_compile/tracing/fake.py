@@ -72,7 +72,7 @@ class FakeTensor(Tensor):
 
     @property
     def device(self) -> Any:
-        from .device import device, of_jax
+        from ..devices import device, of_jax
         d = self._fake_device if self._fake_device is not None else jax.devices()[0]
         return d if isinstance(d, device) else of_jax(d)  # an acg.device, as a real tensor's
 
