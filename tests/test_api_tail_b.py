@@ -223,6 +223,7 @@ INPLACE = [
 ]
 
 
+@pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")  # torch's own
 @pytest.mark.parametrize("name,x,args", INPLACE, ids=[c[0] for c in INPLACE])
 def test_inplace_methods(name, x, args):
     ours, ref = acg.tensor(x), torch.tensor(x)
