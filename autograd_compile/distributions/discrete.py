@@ -22,7 +22,7 @@ from autograd_compile.nn import functional as F
 from autograd_compile.tensor import Tensor
 
 from . import constraints
-from .distribution import Distribution, ExponentialFamily
+from .distribution import ExponentialFamily, _BinaryParams, _Validating
 from .utils import (broadcast_all, broadcast_shapes, key, lazy_property, lgamma,
                     logits_to_probs, probs_to_logits, xlogy)
 
@@ -45,13 +45,7 @@ def _logsigmoid(x: Tensor) -> Tensor:
     return -F.softplus(-x)
 
 
-class _Validating(Distribution):
-    def _check(self, value: Tensor) -> None:
-        if self._validate_args:
-            self._validate_sample(value)
-
-
-class Bernoulli(ExponentialFamily, _Validating):
+class Bernoulli(_BinaryParams, ExponentialFamily, _Validating):
     """Bernoulli distribution over {0, 1} by ``probs`` or ``logits``."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -68,18 +62,6 @@ class Bernoulli(ExponentialFamily, _Validating):
             (self.logits,) = broadcast_all(logits)
         self._param = self.probs if probs is not None else self.logits
         super().__init__(self._param.shape, validate_args=validate_args)
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self) -> acg.Size:
-        return self._param.size()
 
     @property
     def mean(self) -> Tensor:
@@ -278,7 +260,7 @@ def _homogeneous_count(total_count: Tensor, what: str) -> int:
     return n
 
 
-class Binomial(_Validating):
+class Binomial(_BinaryParams, _Validating):
     """Binomial: successes in ``total_count`` trials of probability ``probs`` (or
     ``logits``)."""
 
@@ -301,18 +283,6 @@ class Binomial(_Validating):
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self) -> Any:
         return constraints.integer_interval(0, self.total_count)
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self) -> acg.Size:
-        return self._param.size()
 
     @property
     def mean(self) -> Tensor:
@@ -512,7 +482,7 @@ class Geometric(_Validating):
                                                   reduction="none") / self.probs
 
 
-class NegativeBinomial(_Validating):
+class NegativeBinomial(_BinaryParams, _Validating):
     """Successes before ``total_count`` failures of Bernoulli(``probs``) trials."""
 
     arg_constraints = {"total_count": constraints.greater_than_eq(0),
@@ -531,18 +501,6 @@ class NegativeBinomial(_Validating):
             self.total_count = self.total_count.to(self.logits.dtype)
         self._param = self.probs if probs is not None else self.logits
         super().__init__(self._param.shape, validate_args=validate_args)
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self) -> acg.Size:
-        return self._param.size()
 
     @property
     def mean(self) -> Tensor:

@@ -20,7 +20,7 @@ import autograd_compile as acg
 from autograd_compile.tensor import Tensor
 
 from . import constraints
-from .utils import lazy_property
+from .utils import lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Distribution", "ExponentialFamily"]
 
@@ -241,3 +241,20 @@ class _Validating(Distribution):
     def _check(self, value: Tensor) -> None:
         if self._validate_args:
             self._validate_sample(value)
+
+
+class _BinaryParams:
+    """A two-outcome family given ``probs`` or ``logits`` (kept as ``_param``): the other is
+    derived on first use, as PyTorch's ``lazy_property`` does. Put it first among the bases."""
+
+    @lazy_property
+    def logits(self) -> Tensor:
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self) -> Tensor:
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self) -> acg.Size:
+        return self._param.size()

@@ -19,11 +19,10 @@ from . import constraints
 from .composed import TransformedDistribution
 from .continuous import EULER, Cauchy, Exponential, Gamma, Normal, Uniform, _inf_like, _nan_like
 from .discrete import Categorical
-from .distribution import Distribution
+from .distribution import Distribution, _BinaryParams
 from .transforms import (AbsTransform, AffineTransform, ExpTransform, PowerTransform,
                          SigmoidTransform, StickBreakingTransform)
-from .utils import (broadcast_all, clamp_probs, digamma, lazy_property, lgamma, logits_to_probs,
-                    probs_to_logits, standard_uniform)
+from .utils import broadcast_all, clamp_probs, digamma, lgamma, standard_uniform
 
 __all__ = ["LogNormal", "HalfNormal", "HalfCauchy", "Gumbel", "Weibull", "Pareto",
            "Kumaraswamy", "InverseGamma", "LogisticNormal", "LogitRelaxedBernoulli",
@@ -349,7 +348,7 @@ class LogisticNormal(TransformedDistribution):
         return self.base_dist.base_dist.scale
 
 
-class LogitRelaxedBernoulli(Distribution):
+class LogitRelaxedBernoulli(_BinaryParams, Distribution):
     """The logit of a relaxed Bernoulli (Concrete) draw at ``temperature``."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -366,18 +365,6 @@ class LogitRelaxedBernoulli(Distribution):
             (self.logits,) = broadcast_all(logits)
         self._param = self.probs if probs is not None else self.logits
         super().__init__(self._param.shape, validate_args=validate_args)
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self) -> acg.Size:
-        return self._param.size()
 
     def rsample(self, sample_shape: Any = acg.Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
