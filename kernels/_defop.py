@@ -29,6 +29,7 @@ from autograd_compile.errors import op_error
 from autograd_compile.tracing.fake import TensorMeta, register_shape_rule
 
 from ._jit import jitted
+from ._xp import numpy_twin
 from ._dtypes import BOOL, can_cast, cast, is_float, result_type, to_float
 from ._shapes import broadcast_shapes, is_tensor_like, shape_of, shapes_equal
 
@@ -43,7 +44,7 @@ def defop(schema: str, jax: Callable | None = None, *, shape: Callable | None = 
           backward: Any = _UNSET, save: SaveSpec = None,
           composite: Callable | None = None, check: bool = False, jit: bool = True,
           static: Iterable[str] = (), dynamic: Iterable[str] = (),
-          pre: Callable | None = None) -> OpOverload:
+          pre: Callable | None = None, host: Callable | bool = False) -> OpOverload:
     """Define op ``acg::<name>`` and register every rule given; returns the op.
 
     jax:       kernel on jax arrays (Tensor args arrive as arrays)
@@ -56,6 +57,9 @@ def defop(schema: str, jax: Callable | None = None, *, shape: Callable | None = 
                e.g. a dtype mismatch it would silently promote)
     jit:       run the kernel as one jax.jit program (see _jit.py); static/dynamic/pre
                adjust which arguments are traced and add an eager check
+    host:      True: the kernel is written against ``_xp``'s namespaces, so it also runs
+               on numpy arrays (eager shapes without a program run there, see _xp.py);
+               or a numpy twin of the kernel
     """
     parsed = parse_schema(schema, default_namespace="acg")
     name = parsed.qualified_name.split("::")[1]
@@ -66,7 +70,10 @@ def defop(schema: str, jax: Callable | None = None, *, shape: Callable | None = 
     if jax is not None:
         # jitted: the shape check runs once per new program (shapes, dtypes), not per call
         traced_check = shape if check and jit else None
-        kernel = jitted(jax, parsed, static, dynamic, pre, traced_check) if jit else jax
+        if host is True:  # a jax.numpy function as the kernel: its numpy twin on the host
+            host = numpy_twin(jax) or True
+        kernel = (jitted(jax, parsed, static, dynamic, pre, traced_check, host) if jit
+                  else jax)
         LIB.impl(name, _diagnosed(kernel, jax, shape, check and not jit, name), "Backend")
     if shape is not None:
         register_shape_rule(op, shape)
@@ -144,28 +151,38 @@ def float_like(x: Any, *args: Any, **kwargs: Any) -> TensorMeta:
 def unary(name: str, fn: Callable, backward: Any = _UNSET, save: SaveSpec = ("self",),
           *, floating: bool = True) -> OpOverload:
     """``name(Tensor self) -> Tensor``; ``floating``: integer inputs compute in float32."""
+    twin = numpy_twin(fn)
     kernel = (lambda x: fn(cast(x, to_float(x.dtype)))) if floating else fn
+    host = (None if twin is None else
+            (lambda x: twin(cast(x, to_float(x.dtype)))) if floating else twin)
     return defop(f"{name}(Tensor self) -> Tensor", kernel,
-                 shape=float_like if floating else same_shape, backward=backward, save=save)
+                 shape=float_like if floating else same_shape, backward=backward, save=save,
+                 host=host or False)
 
 
 def binary(name: str, fn: Callable, backward: Any = _UNSET, save: SaveSpec = None,
-           *, out: str = "promote", extra: str = "", other: str = "other") -> OpOverload:
+           *, out: str = "promote", extra: str = "", other: str = "other",
+           host: bool = False) -> OpOverload:
     """``name(Tensor self, Tensor other<extra>) -> Tensor`` with broadcasting and PyTorch
     promotion; either side may be a Python scalar. ``out``: "promote" (the common dtype),
-    "float" (true division: integers give float32) or "bool" (comparisons)."""
-    def kernel(x: Any, y: Any, *rest: Any, **kw: Any) -> Any:
-        dtype = result_type(x, y)
-        if out == "float":
-            dtype = to_float(dtype)
-        return fn(cast(x, dtype), cast(y, dtype), *rest, **kw)
+    "float" (true division: integers give float32) or "bool" (comparisons).
+    ``host``: ``fn`` is written with operators only, so numpy runs it as it is (a
+    ``jax.numpy`` function finds its numpy twin by itself)."""
+    def build(fn: Callable) -> Callable:
+        def kernel(x: Any, y: Any, *rest: Any, **kw: Any) -> Any:
+            dtype = result_type(x, y)
+            if out == "float":
+                dtype = to_float(dtype)
+            return fn(cast(x, dtype), cast(y, dtype), *rest, **kw)
+        return kernel
+    twin = fn if host else numpy_twin(fn)
 
     def rule(x: Any, y: Any, *rest: Any, **kw: Any) -> TensorMeta:
         dtype = result_type(x, y)
         dtype = BOOL if out == "bool" else to_float(dtype) if out == "float" else dtype
         return TensorMeta(broadcast_shapes(shape_of(x), shape_of(y)), dtype)
-    return defop(f"{name}(Tensor self, Tensor {other}{extra}) -> Tensor", kernel, shape=rule,
-                 backward=backward, save=save)
+    return defop(f"{name}(Tensor self, Tensor {other}{extra}) -> Tensor", build(fn), shape=rule,
+                 backward=backward, save=save, host=False if twin is None else build(twin))
 
 
 # -- pieces of backward formulas ----------------------------------------------------------

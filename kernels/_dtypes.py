@@ -14,7 +14,9 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-import jax.numpy as jnp
+import jax.numpy as _jnp  # dtype logic: always jax's rules
+
+from ._xp import jnp  # values: numpy's while the host tier runs a kernel
 import numpy as np
 
 from autograd_compile.tracing.symbolic_shapes import SymBool, SymFloat, SymInt
@@ -40,7 +42,7 @@ def set_default_float(dtype: Any) -> None:
 
 def as_dtype(dtype: Any) -> np.dtype | None:
     """Canonical ``np.dtype`` (jnp scalar types, strings and dtypes all accepted)."""
-    return None if dtype is None else jnp.dtype(dtype)
+    return None if dtype is None else _jnp.dtype(dtype)
 
 
 def category(dtype: Any) -> int:
@@ -81,10 +83,12 @@ def scalar_dtype(value: Any) -> np.dtype:
 
 def promote(a: np.dtype, b: np.dtype) -> np.dtype:
     """Two dtypes: the higher category wins; within a category, the wider one."""
+    if a == b:  # the common case, and cheap (eager host kernels promote on every call)
+        return np.dtype(a)
     ca, cb = category(a), category(b)
     if ca != cb:
         return np.dtype(a) if ca > cb else np.dtype(b)
-    return np.dtype(jnp.promote_types(a, b))
+    return np.dtype(_jnp.promote_types(a, b))
 
 
 def _combine(higher: np.dtype | None, lower: np.dtype | None) -> np.dtype | None:

@@ -13,12 +13,15 @@ Traced Python numbers are weakly typed, so promotion treats them as Python scala
 """
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Iterable
 
 import jax
 
 from autograd_compile import runtime_checks
 from autograd_compile.dispatch.schema import FunctionSchema
+
+from . import _xp
 
 _TRACED_TYPES = ("Tensor", "Scalar", "float")
 _TRACED = object()  # marks a traced slot in the static tuple (a stable, hashable sentinel)
@@ -77,7 +80,7 @@ def clear_programs() -> None:
 
 def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
            dynamic: Iterable[str] = (), pre: Callable | None = None,
-           check: Callable | None = None) -> Callable:
+           check: Callable | None = None, host: Callable | bool = False) -> Callable:
     """``kernel`` (same calling convention) compiled with jax.jit, split per the schema.
 
     ``static``: Scalar/float arguments that must stay compile-time values (they decide
@@ -86,6 +89,9 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
     ``check``: a shape rule run before the kernel. When every traced argument is a
     Tensor given as an array, the rule reads only shapes, dtypes and static values, so
     it runs once, when jax traces a new program; otherwise it runs on every call.
+    ``host``: the kernel (True) or a twin of it runs on numpy arrays (the host tier,
+    ``_xp.py``): a shape without a program runs there until its host time reaches a
+    compile's cost (ski rental), so shapes seen a few times never compile at all.
     """
     static, dynamic = set(static), set(dynamic)
     names = tuple(a.name for a in schema.arguments)
@@ -138,5 +144,43 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
         fn, eager_check = programs.get(key) or program(key)
         if eager_check:
             check(*args, **kwargs)
+        if host_kernel is not None and _xp.ENABLED:
+            out = on_host(key, values, args, kwargs)
+            if out is not _COMPILE:
+                return out
         return fn(*values)
+
+    host_kernel = (kernel if host is True else host) or None
+    compiled: set = set()  # (static key, avals) that have earned a program
+    rent: dict[tuple, float] = {}  # host seconds spent per (static key, avals) so far
+
+    def on_host(key: tuple, values: list, args: tuple, kwargs: dict) -> Any:
+        sig = _xp.host_sig(values)
+        if sig is None:
+            return _COMPILE
+        sig = (key, sig)
+        force = _xp.FORCE
+        if force == "xla":
+            return _COMPILE
+        if force is None and sig in compiled:
+            return _COMPILE
+        spent = rent.get(sig, 0.0)
+        if force is None and spent >= _xp.COMPILE_COST:  # paid a compile's worth: buy it
+            compiled.add(sig)
+            rent.pop(sig, None)
+            return _COMPILE
+        start = time.perf_counter()
+        try:
+            if check is not None:
+                check(*args, **kwargs)
+            out = _xp.host_call(host_kernel, args, kwargs)
+        except Exception:  # numpy lacks it, or fails differently: XLA gives the answer
+            compiled.add(sig)  # (and jax's own error, as before the host tier existed)
+            return _COMPILE
+        rent[sig] = spent + time.perf_counter() - start
+        _xp.STATS[name] += 1
+        return out
     return run
+
+
+_COMPILE = object()  # on_host's answer: run the XLA program

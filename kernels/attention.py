@@ -12,7 +12,6 @@ import math
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from autograd_compile import runtime_checks
@@ -24,6 +23,7 @@ from ._shapes import broadcast_shapes, shapes_equal
 from .elementwise import ne, wants
 from .factories import zeros
 from .indexing import index_put
+from ._xp import jnp
 
 
 # -- scaled_dot_product_attention ------------------------------------------------------------
@@ -195,6 +195,6 @@ def _embedding_backward(g: Any, w: Any, idx: Any, padding_idx: int, scale_grad_b
 
 embedding = defop("embedding(Tensor weight, Tensor indices, int padding_idx=-1, "
                   "bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
-                  lambda w, idx, *a, **k: jnp.take(w, idx, axis=0), shape=_embedding_rule,
+                  lambda w, idx, *a, **k: jnp.take(w, idx, axis=0), host=True, shape=_embedding_rule,
                   check=True, pre=_check_indices, save=("indices",),
                   backward=_embedding_backward)

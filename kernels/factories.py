@@ -11,7 +11,6 @@ import math
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from autograd_compile.tracing.fake import TensorMeta
@@ -19,6 +18,7 @@ from autograd_compile.tracing.symbolic_shapes import SymFloat
 
 from ._defop import NONDIFF, defop, same_shape
 from ._dtypes import DEFAULT_INT, as_dtype, default_float, scalar_dtype
+from ._xp import jnp
 
 
 def _dtype(dtype: Any, default: np.dtype | None = None) -> np.dtype:
@@ -42,14 +42,14 @@ def _filled(value: Any, dtype: Any) -> np.dtype:
 # -- constant factories (no tensor inputs, so never on the tape) -----------------------------
 zeros = defop("zeros(SymInt[] size, *, ScalarType? dtype=None) -> Tensor",
               lambda size, dtype=None: jnp.zeros(tuple(size), _dtype(dtype)),
-              shape=_sized, backward=NONDIFF)
+              shape=_sized, host=True, backward=NONDIFF)
 ones = defop("ones(SymInt[] size, *, ScalarType? dtype=None) -> Tensor",
              lambda size, dtype=None: jnp.ones(tuple(size), _dtype(dtype)),
-             shape=_sized, backward=NONDIFF)
+             shape=_sized, host=True, backward=NONDIFF)
 full = defop("full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor",
              lambda size, v, dtype=None: jnp.full(tuple(size), v, _filled(v, dtype)),
              shape=lambda size, v, dtype=None: TensorMeta(tuple(size), _filled(v, dtype)),
-             backward=NONDIFF)
+             host=True, backward=NONDIFF)
 # *_like run unjitted: jnp's *_like keep the input's sharding (a jitted one would not)
 zeros_like = defop("zeros_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
                    lambda x, dtype=None: jnp.zeros_like(x, _dtype(dtype, x.dtype)),
@@ -92,7 +92,7 @@ arange = defop("arange.start_step(Scalar start, Scalar end, Scalar step=1, *, "
                "ScalarType? dtype=None) -> Tensor",
                lambda a, b, s=1, dtype=None: jnp.arange(a, b, s, dtype=_arange_dtype(a, b, s,
                                                                                    dtype)),
-               shape=_arange_rule, backward=NONDIFF, static=("start", "end", "step"))
+               shape=_arange_rule, host=True, backward=NONDIFF, static=("start", "end", "step"))
 
 
 def _linspace_rule(start: Any, end: Any, steps: Any, *, dtype: Any = None) -> TensorMeta:
@@ -104,7 +104,7 @@ def _linspace_rule(start: Any, end: Any, steps: Any, *, dtype: Any = None) -> Te
 linspace = defop("linspace(Scalar start, Scalar end, SymInt steps, *, ScalarType? dtype=None) "
                  "-> Tensor", lambda a, b, n, dtype=None: jnp.linspace(
                      a, b, n, dtype=jnp.float64).astype(_dtype(dtype)),
-                 shape=_linspace_rule, check=True, backward=NONDIFF, static=("start", "end"))
+                 shape=_linspace_rule, check=True, host=True, backward=NONDIFF, static=("start", "end"))
 
 
 # -- random factories: the key is an argument, so the op is pure ------------------------------

@@ -11,7 +11,6 @@ import operator
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from autograd_compile import runtime_checks
@@ -25,6 +24,7 @@ from ._dtypes import BOOL, DEFAULT_INT, cast, category, is_float
 from ._shapes import (broadcast_shapes, is_tensor_like, shape_of, shapes_equal, slice_length,
                       wrap_dim)
 from .elementwise import where
+from ._xp import jnp
 from .factories import full, zeros
 from .shape import copy_
 from .views import check_writable, view_of, write_through
@@ -78,17 +78,31 @@ def _select_backward_rule(g: Any, sizes: Any, dim: int, i: Any) -> TensorMeta:
     return TensorMeta(tuple(sizes), g.dtype)
 
 
+def _host_select(x: Any, dim: int, index: Any) -> Any:
+    return x[_at(wrap_dim(dim, x.ndim), index)]
+
+
+def _host_select_write(base: Any, src: Any, dim: int, index: Any) -> Any:
+    out = base.copy()  # numpy writes in place; the op is functional
+    out[_at(wrap_dim(dim, base.ndim), index)] = src
+    return out
+
+
 _INDEX = {"dynamic": ("index",), "check": True}
 select = defop("select.int(Tensor self, int dim, SymInt index) -> Tensor", _select,
+               host=_host_select,
                shape=_select_rule, save=(), **_INDEX,
                backward=lambda g, x, dim, i, out: select_backward(g, list(x.shape), dim, i))
 select_backward = defop(
     "select_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt index) -> Tensor",
     lambda g, sizes, dim, i: _select_write(jnp.zeros(tuple(sizes), g.dtype), g, dim, i),
+    host=lambda g, sizes, dim, i: _host_select_write(jnp.zeros(tuple(sizes), g.dtype), g, dim,
+                                                     i),
     shape=_select_backward_rule, save=(), **_INDEX,
     backward=lambda gg, g, sizes, dim, i, out: select(gg, dim, i))
 select_scatter = defop(
     "select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor", _select_write,
+    host=_host_select_write,
     shape=lambda x, src, dim, i: _scatter_rule(x, _select_rule(x, dim, i)), save=(), **_INDEX,
     backward=lambda g, x, src, dim, i, out: (
         reduce_grad(select_scatter(g, 0, dim, i), x), reduce_grad(select(g, dim, i), src)))
@@ -116,17 +130,33 @@ def _slice_write(base: Any, src: Any, dim: int = 0, start: Any = None, end: Any 
     return base.at[_at(d, slice(s, e, step))].set(cast(src, base.dtype))
 
 
+def _host_slice(x: Any, dim: int = 0, start: Any = None, end: Any = None, step: Any = 1) -> Any:
+    d, s, e, _ = _bounds(x.shape, dim, start, end, step)
+    return x[_at(d, slice(s, e, step))]
+
+
+def _host_slice_write(base: Any, src: Any, dim: int = 0, start: Any = None, end: Any = None,
+                      step: Any = 1) -> Any:
+    d, s, e, _ = _bounds(base.shape, dim, start, end, step)
+    out = base.copy()  # numpy writes in place; the op is functional
+    out[_at(d, slice(s, e, step))] = src
+    return out
+
+
 _SLICE = "int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1"
 slice_op = defop(f"slice.Tensor(Tensor self, {_SLICE}) -> Tensor", _slice, shape=_slice_rule,
+                 host=_host_slice,
                  save=(), backward=lambda g, x, dim, s, e, step, out: slice_backward(
                      g, list(x.shape), dim, s, e, step))
 slice_backward = defop(
     f"slice_backward(Tensor grad_output, SymInt[] input_sizes, {_SLICE}) -> Tensor",
     lambda g, sizes, *a: _slice_write(jnp.zeros(tuple(sizes), g.dtype), g, *a),
+    host=lambda g, sizes, *a: _host_slice_write(jnp.zeros(tuple(sizes), g.dtype), g, *a),
     shape=lambda g, sizes, *a: TensorMeta(tuple(sizes), g.dtype), save=(),
     backward=lambda gg, g, sizes, dim, s, e, step, out: slice_op(gg, dim, s, e, step))
 slice_scatter = defop(
     f"slice_scatter(Tensor self, Tensor src, {_SLICE}) -> Tensor", _slice_write,
+    host=_host_slice_write,
     shape=lambda x, src, *a: _scatter_rule(x, _slice_rule(x, *a)),
     save=(), backward=lambda g, x, src, dim, s, e, step, out: (
         reduce_grad(slice_scatter(g, 0, dim, s, e, step), x),
@@ -333,7 +363,7 @@ def _masked_fill_rule(x: Any, mask: Any, value: Any) -> TensorMeta:
 
 
 masked_fill = defop("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
-                    lambda x, m, v: jnp.where(m, cast(v, x.dtype), x), shape=_masked_fill_rule,
+                    lambda x, m, v: jnp.where(m, cast(v, x.dtype), x), host=True, shape=_masked_fill_rule,
                     check=True, save=("mask",),
                     backward=lambda g, x, m, v, out: (reduce_grad(masked_fill(g, m, 0), x), None))
 
@@ -352,7 +382,7 @@ def _masked_fill_tensor_backward(g: Any, x: Any, m: Any, v: Any, out: Any) -> tu
 
 masked_fill_tensor = defop("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
                            lambda x, m, v: jnp.where(m, cast(v, x.dtype), x),
-                           shape=_masked_fill_tensor_rule, check=True, save=("mask", "value"),
+                           host=True, shape=_masked_fill_tensor_rule, check=True, save=("mask", "value"),
                            backward=_masked_fill_tensor_backward)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax.numpy as jnp
+from ._xp import jnp
 
 from autograd_compile.tracing.fake import TensorMeta
 
@@ -78,7 +78,7 @@ def matmul_grads(g: Any, a: Any, b: Any, need_a: bool, need_b: bool) -> tuple:
     return ga, gb
 
 
-matmul = defop("matmul(Tensor self, Tensor other) -> Tensor", jnp.matmul, shape=_matmul_rule,
+matmul = defop("matmul(Tensor self, Tensor other) -> Tensor", jnp.matmul, host=True, shape=_matmul_rule,
                check=True, save=PRODUCT,
                backward=lambda g, a, b, out: matmul_grads(g, a, b, wants(a), wants(b)))
 
@@ -105,9 +105,9 @@ def _bmm_rule(a: Any, b: Any) -> TensorMeta:
 
 
 _MAT2 = {"self": ("mat2",), "mat2": ("self",)}  # the product rule, named as mm's schema
-mm = defop("mm(Tensor self, Tensor mat2) -> Tensor", jnp.matmul, shape=_mm_rule, check=True,
+mm = defop("mm(Tensor self, Tensor mat2) -> Tensor", jnp.matmul, host=True, shape=_mm_rule, check=True,
            save=_MAT2, backward=lambda g, a, b, out: (mm(g, b.mT) if wants(a) else None,
                                           mm(a.mT, g) if wants(b) else None))
-bmm = defop("bmm(Tensor self, Tensor mat2) -> Tensor", jnp.matmul, shape=_bmm_rule, check=True,
+bmm = defop("bmm(Tensor self, Tensor mat2) -> Tensor", jnp.matmul, host=True, shape=_bmm_rule, check=True,
             save=_MAT2, backward=lambda g, a, b, out: (bmm(g, b.mT) if wants(a) else None,
                                            bmm(a.mT, g) if wants(b) else None))

@@ -10,8 +10,6 @@ import math
 from typing import Any
 
 import jax
-import jax.numpy as jnp
-import jax.scipy.special as jsp
 import numpy as np
 
 from autograd_compile import runtime_checks
@@ -24,6 +22,7 @@ from .elementwise import ne, wants, where
 from .factories import zeros_like
 from .indexing import index, scatter_add
 from .linalg import _cannot_multiply, _same_dtype, matmul, matmul_grads
+from ._xp import jnp, lax, special
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -38,7 +37,7 @@ def _shifted(x: Any, dim: int, dtype: Any) -> tuple[Any, int]:
     """x minus its max along dim (so exp cannot overflow), in the output dtype."""
     d = wrap_dim(dim, x.ndim)
     x = x.astype(as_dtype(dtype) or to_float(x.dtype))
-    return x - jax.lax.stop_gradient(jnp.max(x, d, keepdims=True)), d
+    return x - lax.stop_gradient(jnp.max(x, d, keepdims=True)), d
 
 
 def _softmax(x: Any, dim: int, dtype: Any = None) -> Any:
@@ -53,10 +52,10 @@ def _log_softmax(x: Any, dim: int, dtype: Any = None) -> Any:
 
 
 softmax = defop("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", _softmax,
-                shape=_softmax_rule, save=("out",),
+                host=True, shape=_softmax_rule, save=("out",),
                 backward=lambda g, x, dim, dtype, out: out * (g - (g * out).sum(dim, keepdim=True)))
 log_softmax = defop("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
-                    _log_softmax, shape=_softmax_rule, save=("out",),
+                    _log_softmax, host=True, shape=_softmax_rule, save=("out",),
                     backward=lambda g, x, dim, dtype, out: g - out.exp() * g.sum(dim, keepdim=True))
 
 
@@ -76,7 +75,7 @@ def _gelu(x: Any, *, approximate: str = "none") -> Any:
     x = x.astype(to_float(x.dtype))
     if approximate == "tanh":
         return 0.5 * x * (1 + jnp.tanh(_K * (x + _C * x * x * x)))
-    return 0.5 * x * (1 + jsp.erf(x / math.sqrt(2)))
+    return 0.5 * x * (1 + special.erf(x / math.sqrt(2)))
 
 
 def _gelu_backward(g: Any, x: Any, approximate: str, out: Any) -> Any:
@@ -89,7 +88,7 @@ def _gelu_backward(g: Any, x: Any, approximate: str, out: Any) -> Any:
     return g * (cdf + x * pdf)
 
 
-gelu = defop("gelu(Tensor self, *, str approximate='none') -> Tensor", _gelu, shape=_gelu_rule,
+gelu = defop("gelu(Tensor self, *, str approximate='none') -> Tensor", _gelu, host=True, shape=_gelu_rule,
              check=True, save=("self",), backward=_gelu_backward)
 
 
@@ -123,7 +122,7 @@ def _layer_norm(x: Any, shape: Any, w: Any = None, b: Any = None, eps: float = 1
     xf = x.astype(promote(x.dtype, FLOAT32))  # statistics in >= float32
     mu = jnp.mean(xf, dims, keepdims=True)
     var = jnp.mean(jnp.square(xf - mu), dims, keepdims=True)
-    y = ((xf - mu) * jax.lax.rsqrt(var + eps)).astype(x.dtype)
+    y = ((xf - mu) * lax.rsqrt(var + eps)).astype(x.dtype)
     y = y if w is None else y * w
     return y if b is None else y + b
 
@@ -148,7 +147,7 @@ def _layer_norm_backward(g: Any, x: Any, shape: Any, w: Any, b: Any, eps: float,
 
 _NORM_SAVES = {"input": ("input", "weight"), "weight": ("input",)}  # bias: nothing
 layer_norm = defop("layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, "
-                   "Tensor? bias=None, float eps=1e-05) -> Tensor", _layer_norm, shape=_ln_rule,
+                   "Tensor? bias=None, float eps=1e-05) -> Tensor", _layer_norm, host=True, shape=_ln_rule,
                    check=True, save=_NORM_SAVES, backward=_layer_norm_backward)
 
 
@@ -166,7 +165,7 @@ def _rms_norm(x: Any, shape: Any, w: Any = None, eps: float | None = None) -> An
     dims = _ln_dims(x, shape)
     xf = x.astype(promote(x.dtype, FLOAT32))  # statistics in >= float32
     ms = jnp.mean(jnp.square(xf), dims, keepdims=True)
-    y = (xf * jax.lax.rsqrt(ms + _rms_eps(x, eps))).astype(x.dtype)
+    y = (xf * lax.rsqrt(ms + _rms_eps(x, eps))).astype(x.dtype)
     return y if w is None else y * w
 
 
@@ -182,7 +181,7 @@ def _rms_norm_backward(g: Any, x: Any, shape: Any, w: Any, eps: float | None, ou
 
 
 rms_norm = defop("rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, "
-                 "float? eps=None) -> Tensor", _rms_norm, shape=_rms_rule, check=True,
+                 "float? eps=None) -> Tensor", _rms_norm, host=True, shape=_rms_rule, check=True,
                  save=_NORM_SAVES, backward=_rms_norm_backward)
 
 
@@ -332,7 +331,7 @@ def _linear_backward(g: Any, x: Any, w: Any, b: Any, out: Any) -> tuple:
 
 
 linear = defop("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", _linear,
-               shape=_linear_rule, check=True, backward=_linear_backward,
+               host=True, shape=_linear_rule, check=True, backward=_linear_backward,
                save={"input": ("weight",), "weight": ("input",)})
 
 

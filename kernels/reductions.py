@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from autograd_compile.tracing.fake import TensorMeta
@@ -17,6 +16,7 @@ from autograd_compile.tracing.fake import TensorMeta
 from ._defop import NONDIFF, defop, inplace
 from ._dtypes import BOOL, DEFAULT_INT, as_dtype, category, is_float, to_float
 from ._shapes import numel, reduced_shape, wrap_dim, wrap_dims
+from ._xp import jnp
 from .elementwise import eq, logical_and, where
 from .factories import zeros
 from .indexing import scatter_add
@@ -82,22 +82,22 @@ def _corr(correction: Any) -> Any:
 # -- sum, mean, prod, cumsum --------------------------------------------------------------------
 sum = defop("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
             lambda x, dtype=None: jnp.sum(x, dtype=_sum_dtype(x.dtype, dtype)),
-            shape=_rule(_sum_dtype), save=(), backward=lambda g, x, dtype, out: g.expand(x.shape))
+            host=True, shape=_rule(_sum_dtype), save=(), backward=lambda g, x, dtype, out: g.expand(x.shape))
 sum_dim = defop("sum.dim_IntList(Tensor self, int[]? dim, bool keepdim=False, *, "
                 "ScalarType? dtype=None) -> Tensor",
                 lambda x, dim, keepdim=False, dtype=None: jnp.sum(
                     x, _axes(x, dim), _sum_dtype(x.dtype, dtype), keepdims=keepdim),
-                shape=_rule(_sum_dtype), save=(),
+                host=True, shape=_rule(_sum_dtype), save=(),
                 backward=lambda g, x, dim, keepdim, dtype, out: _expand_back(g, x, dim, keepdim))
 mean = defop("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor",
              lambda x, dtype=None: jnp.mean(x, dtype=_float_dtype(x.dtype, dtype)),
-             shape=_rule(_float_dtype), save=(),
+             host=True, shape=_rule(_float_dtype), save=(),
              backward=lambda g, x, dtype, out: (g / numel(x.shape)).expand(x.shape))
 mean_dim = defop("mean.dim(Tensor self, int[]? dim, bool keepdim=False, *, "
                  "ScalarType? dtype=None) -> Tensor",
                  lambda x, dim, keepdim=False, dtype=None: jnp.mean(
                      x, _axes(x, dim), _float_dtype(x.dtype, dtype), keepdims=keepdim),
-                 shape=_rule(_float_dtype), save=(),
+                 host=True, shape=_rule(_float_dtype), save=(),
                  backward=lambda g, x, dim, keepdim, dtype, out: _expand_back(
                      g / _count(x.shape, wrap_dims(dim, x.ndim)), x, dim, keepdim))
 
@@ -223,18 +223,19 @@ def _extremum_backward(g: Any, x: Any, dim: Any, keepdim: bool, out: Any) -> Any
 
 amax = defop("amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor",
              lambda x, dim=(), keepdim=False: jnp.max(x, _axes(x, dim), keepdims=keepdim),
-             shape=_rule(_same), save=("self", "out"), backward=_extremum_backward)
+             host=True, shape=_rule(_same), save=("self", "out"), backward=_extremum_backward)
 amin = defop("amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor",
              lambda x, dim=(), keepdim=False: jnp.min(x, _axes(x, dim), keepdims=keepdim),
-             shape=_rule(_same), save=("self", "out"), backward=_extremum_backward)
-max = defop("max(Tensor self) -> Tensor", jnp.max, shape=_rule(_same), save=("self", "out"),
+             host=True, shape=_rule(_same), save=("self", "out"), backward=_extremum_backward)
+max = defop("max(Tensor self) -> Tensor", jnp.max, host=True, shape=_rule(_same), save=("self", "out"),
             backward=lambda g, x, out: _extremum_backward(g, x, None, False, out))
-min = defop("min(Tensor self) -> Tensor", jnp.min, shape=_rule(_same), save=("self", "out"),
+min = defop("min(Tensor self) -> Tensor", jnp.min, host=True, shape=_rule(_same), save=("self", "out"),
             backward=lambda g, x, out: _extremum_backward(g, x, None, False, out))
 
 
-def _with_index(fn: Callable, arg: Callable) -> Callable:
+def _with_index(fn_name: str, arg_name: str) -> Callable:
     def kernel(x: Any, dim: int, keepdim: bool = False) -> tuple:
+        fn, arg = getattr(jnp, fn_name), getattr(jnp, arg_name)  # numpy's on the host
         d = wrap_dim(dim, x.ndim)
         return fn(x, d, keepdims=keepdim), arg(x, d, keepdims=keepdim).astype(DEFAULT_INT)
     return kernel
@@ -253,14 +254,15 @@ def _select_backward(g: tuple, x: Any, dim: int, keepdim: bool, out: tuple) -> A
 
 
 _TWO = "(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"
-max_dim = defop("max.dim" + _TWO, _with_index(jnp.max, jnp.argmax), shape=_with_index_rule,
+max_dim = defop("max.dim" + _TWO, _with_index("max", "argmax"), host=True, shape=_with_index_rule,
                 save=("out",), backward=_select_backward)
-min_dim = defop("min.dim" + _TWO, _with_index(jnp.min, jnp.argmin), shape=_with_index_rule,
+min_dim = defop("min.dim" + _TWO, _with_index("min", "argmin"), host=True, shape=_with_index_rule,
                 save=("out",), backward=_select_backward)
 
 
-def _arg(fn: Callable) -> Callable:
+def _arg(name: str) -> Callable:
     def kernel(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+        fn = getattr(jnp, name)  # numpy's on the host
         if dim is None:
             out = fn(x.reshape(-1), 0)
             return out.reshape((1,) * x.ndim if keepdim else ()).astype(DEFAULT_INT)
@@ -269,12 +271,12 @@ def _arg(fn: Callable) -> Callable:
 
 
 argmax = defop("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
-               _arg(jnp.argmax), shape=_rule(lambda d, out: DEFAULT_INT), backward=NONDIFF)
+               _arg("argmax"), host=True, shape=_rule(lambda d, out: DEFAULT_INT), backward=NONDIFF)
 argmin = defop("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
-               _arg(jnp.argmin), shape=_rule(lambda d, out: DEFAULT_INT), backward=NONDIFF)
+               _arg("argmin"), host=True, shape=_rule(lambda d, out: DEFAULT_INT), backward=NONDIFF)
 all = defop("all(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",
             lambda x, dim=None, keepdim=False: jnp.all(x, _axes(x, dim), keepdims=keepdim),
-            shape=_rule(lambda d, out: BOOL), backward=NONDIFF)
+            host=True, shape=_rule(lambda d, out: BOOL), backward=NONDIFF)
 any = defop("any(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",
             lambda x, dim=None, keepdim=False: jnp.any(x, _axes(x, dim), keepdims=keepdim),
-            shape=_rule(lambda d, out: BOOL), backward=NONDIFF)
+            host=True, shape=_rule(lambda d, out: BOOL), backward=NONDIFF)

@@ -14,11 +14,13 @@ inlined into the captured backward, so one backward is still one program.
 """
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
 
+from ..kernels import _xp
 from ..autograd.node import AccumulateGrad, Node, TensorMeta, gradient_edge
 from ..autograd.saved import _FREED, UNPACK_OVERRIDE, SavedVariable
 from ..backends.jax import _call_op, _load
@@ -39,10 +41,12 @@ from .tree import unflatten
 class Counters(dict):
     """traces (joint traces), compiles (XLA programs built, forward and backward),
     cache_hits, retraces (guard misses that traced again), eager_runs (calls that ran
-    the function eagerly: not traceable, or past the cache size limit)."""
+    the function eagerly: not traceable, or past the cache size limit), eager_shapes
+    (program calls run op by op at a shape not worth compiling yet, see :class:`Tiered`)."""
 
     def __init__(self) -> None:
-        super().__init__(traces=0, compiles=0, cache_hits=0, retraces=0, eager_runs=0)
+        super().__init__(traces=0, compiles=0, cache_hits=0, retraces=0, eager_runs=0,
+                         eager_shapes=0)
 
     def clear(self) -> None:
         for k in self:
@@ -55,7 +59,8 @@ counters = Counters()
 def lower(graph: Graph) -> Callable[..., Any]:
     """The graph as one jitted function on arrays (sizes are static: jit traces each new
     shape once, and ``sym_size`` reads the concrete shape then); the value checks its ops
-    record (index bounds) run first, as their own small program."""
+    record (index bounds) run first, as their own small program. Shapes after the first
+    follow :class:`Tiered`'s rule."""
     nodes = [n for n in graph.nodes if n.op != "placeholder"]
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
 
@@ -76,7 +81,42 @@ def lower(graph: Graph) -> Callable[..., Any]:
             else:  # size arithmetic on plain ints
                 env[n] = n.target(*args, **kwargs)
         raise AssertionError("graph without output")
-    return CheckedProgram(run, body)
+    return Tiered(CheckedProgram(run, body), body, len(nodes))
+
+
+class Tiered:
+    """XLA's per-shape compile, rationed: the first input shapes a program sees compile
+    at once (a fixed-shape training step pays no eager warm-up); any other shapes run the
+    graph eagerly, op by op (CPU ops on the host tier, kernels/_xp.py), until the time spent
+    so on those shapes reaches an estimate of their compile cost, and then compile (ski
+    rental: never more than twice the cheaper choice). So a generation loop whose length
+    grows every step never stalls, and a shape that keeps coming back gets its program."""
+
+    __slots__ = ("program", "body", "price", "compiled", "rent")
+
+    def __init__(self, program: Callable, body: Callable, n_ops: int) -> None:
+        self.program, self.body = program, body
+        self.price = _xp.COMPILE_COST * (1 + n_ops / 8)  # a graph compiles slower than an op
+        self.compiled: set = set()
+        self.rent: dict[tuple, float] = {}
+
+    def __call__(self, *arrays: Any) -> Any:
+        if _xp.ENABLED and _xp.FORCE != "xla":
+            sig = _xp.host_sig(arrays)
+            if sig is not None and sig not in self.compiled:
+                if not self.compiled:  # the first shapes: compile now
+                    self.compiled.add(sig)
+                else:
+                    spent = self.rent.get(sig, 0.0)
+                    if spent < self.price or _xp.FORCE == "host":
+                        start = time.perf_counter()
+                        out = self.body(*arrays)
+                        self.rent[sig] = spent + time.perf_counter() - start
+                        counters["eager_shapes"] += 1
+                        return out
+                    self.compiled.add(sig)
+                    self.rent.pop(sig, None)
+        return self.program(*arrays)
 
 
 class Region:

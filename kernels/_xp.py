@@ -1,0 +1,260 @@
+"""The host tier: eager kernels on CPU run in numpy until a shape has earned an XLA program.
+
+XLA compiles one program per op per new input shape, tens of milliseconds each on a CPU,
+so an eager loop whose shapes keep changing (generation, the last smaller batch, data
+pipelines) would spend its time compiling. An op whose kernel is written against the
+array namespace shared by numpy and ``jax.numpy`` runs it on numpy arrays instead, at
+numpy's cost, for a shape it has not compiled yet:
+
+>>> from kernels._xp import jnp, host_call
+>>> import jax.numpy as real_jnp
+>>> host_call(lambda x: jnp.exp(x) * 2, (real_jnp.zeros(3),), {}).tolist()
+[2.0, 2.0, 2.0]
+
+``jnp`` (and ``nn``) here are namespaces that answer with numpy's function while the
+host tier runs a kernel and with JAX's otherwise, so one kernel serves both: traced into
+compiled programs it is pure ``jax.numpy``. A name numpy lacks raises
+:class:`HostUnsupported` and the op takes the XLA path. When to compile is a
+ski-rental rule (kernels/_jit.py): a shape runs on the host until the time it spent
+there reaches what compiling it would cost, then it gets its program.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import math
+import os
+import threading
+from typing import Any, Callable, Iterator
+
+import jax
+import jax.numpy as _jnp
+import numpy as np
+
+_state = threading.local()  # .active: a host kernel is running in this thread
+# dtypes numpy computes as XLA does (float16/bfloat16 arithmetic differs: those take XLA)
+HOST_DTYPES = frozenset(np.dtype(d) for d in (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64",
+    "complex64", "complex128"))
+
+
+class HostUnsupported(Exception):
+    """The kernel needs something numpy has not: run it as an XLA program instead."""
+
+
+def host_active() -> bool:
+    """Whether a kernel runs on numpy arrays right now (in this thread)."""
+    return getattr(_state, "active", False)
+
+
+class _Namespace:
+    """``jax.numpy`` (or a sub-namespace) that is numpy while a host kernel runs."""
+
+    def __init__(self, device: Any, host: Any, overrides: dict[str, Callable] | None = None):
+        self._device, self._host, self._overrides = device, host, overrides or {}
+
+    def __getattr__(self, name: str) -> Any:
+        if not getattr(_state, "active", False):
+            return getattr(self._device, name)
+        fn = self._overrides.get(name)
+        if fn is None:
+            fn = getattr(self._host, name, None)
+            if fn is None:
+                raise HostUnsupported(name)
+        return fn
+
+
+# -- numpy versions of what jax has and numpy lacks, or spells differently ------------------
+def _asarray(x: Any, dtype: Any = None, **kw: Any) -> np.ndarray:
+    return np.asarray(x, dtype=dtype)
+
+
+def _softmax(x: np.ndarray, axis: int = -1, **kw: Any) -> np.ndarray:
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax(x: np.ndarray, axis: int = -1, **kw: Any) -> np.ndarray:
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """erf for float32 only (Abramowitz-Stegun 7.1.26, |error| < 1.5e-7: float32's own
+    rounding); float64 needs full precision, which numpy lacks: that runs on XLA."""
+    if x.dtype != np.float32:
+        raise HostUnsupported("erf")
+    a = np.abs(x).astype(np.float64)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027
+                                                                       + t * 1.061405429))))
+    return (np.sign(x) * (1.0 - poly * np.exp(-a * a))).astype(np.float32)
+
+
+def _gelu(x: np.ndarray, approximate: bool = True) -> np.ndarray:
+    if approximate:
+        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * (x * x * x))
+        return (0.5 * x * (1 + np.tanh(inner))).astype(x.dtype)
+    return (0.5 * x * (1 + _erf((x / math.sqrt(2)).astype(x.dtype)))).astype(x.dtype)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return (0.5 * (np.tanh(0.5 * x) + 1)).astype(x.dtype)  # no overflow for large |x|
+
+
+def _relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, np.zeros((), x.dtype))
+
+
+def _silu(x: np.ndarray) -> np.ndarray:
+    return x * _sigmoid(x)
+
+
+jnp = _Namespace(_jnp, np, {"asarray": _asarray})
+nn = _Namespace(jax.nn, None, {"softmax": _softmax, "log_softmax": _log_softmax,
+                               "gelu": _gelu, "sigmoid": _sigmoid, "relu": _relu,
+                               "silu": _silu})
+special = _Namespace(jax.scipy.special, None, {"erf": _erf})
+lax = _Namespace(jax.lax, None, {"stop_gradient": lambda x: x,  # numpy has no tape to stop
+                                 "rsqrt": lambda x: (1 / np.sqrt(x)).astype(x.dtype)})
+
+
+# -- running a kernel on the host -------------------------------------------------------------
+try:  # jax's own single-copy transfer: 4 µs where jnp.asarray takes 16 µs
+    from jax._src import core as _core
+    from jax._src.lib import xla_client as _xc
+    _CPU = jax.devices("cpu")[0]
+    _SHARDING = jax.sharding.SingleDeviceSharding(_CPU)
+
+    _AVALS: dict[tuple, Any] = {}  # (shape, dtype) -> aval: building one costs microseconds
+
+    def _to_jax(x: np.ndarray) -> jax.Array:
+        key = (x.shape, x.dtype)
+        aval = _AVALS.get(key)
+        if aval is None:
+            if len(_AVALS) > 4096:
+                _AVALS.clear()
+            aval = _AVALS[key] = _core.ShapedArray(x.shape, x.dtype)
+        return _xc.batched_device_put(aval, _SHARDING, [x], [_CPU], False, True)
+except Exception:  # pragma: no cover - another jax: the public (slower) path
+    def _to_jax(x: np.ndarray) -> jax.Array:
+        return _jnp.asarray(x)
+
+
+def _out(v: Any) -> Any:
+    if isinstance(v, (tuple, list)):
+        return type(v)(_out(x) for x in v)
+    if v is None:
+        return v
+    if type(v) in (bool, int, float):  # XLA would give a 0-d array of its own dtype
+        raise HostUnsupported("a Python number from a host kernel")
+    if isinstance(v, jax.Array):  # the kernel called jax itself: it is not numpy-clean
+        raise HostUnsupported("a jax array from a host kernel")
+    arr = np.asarray(v)  # numpy reductions return scalars, not 0-d arrays
+    if arr.dtype not in HOST_DTYPES:
+        raise HostUnsupported(f"result dtype {arr.dtype}")
+    return _to_jax(arr)
+
+
+def _in(v: Any) -> Any:
+    if type(v) is _ARRAY or isinstance(v, jax.Array):
+        return np.asarray(v)  # a read-only view of the CPU buffer: no copy
+    if isinstance(v, (tuple, list)):
+        return type(v)([_in(x) for x in v])
+    return v
+
+
+try:
+    from jax._src.array import ArrayImpl as _ARRAY
+except ImportError:  # pragma: no cover
+    _ARRAY = jax.Array
+
+
+def host_sig(values: Any) -> tuple | None:
+    """The inputs' avals, when every one can go to numpy (an uncommitted CPU array of a
+    dtype numpy computes like XLA, or a Python number); else None."""
+    sig = []
+    for v in values:
+        if type(v) is _ARRAY:
+            if v._committed or v.dtype not in HOST_DTYPES:
+                return None
+            sig.append(v.aval)
+        elif isinstance(v, (list, tuple)):
+            inner = host_sig(v)
+            if inner is None:
+                return None
+            sig.append(inner)
+        elif isinstance(v, (int, float, bool)):
+            sig.append(type(v))
+        else:
+            return None
+    return tuple(sig)
+
+
+def host_call(kernel: Callable, args: tuple, kwargs: dict) -> Any:
+    """``kernel(*args, **kwargs)`` computed by numpy on host copies of its jax arrays; the
+    results come back as jax arrays on the CPU. Raises HostUnsupported (nothing done)
+    when the kernel needs something numpy has not."""
+    args = [_in(v) for v in args]
+    kwargs = {k: _in(v) for k, v in kwargs.items()} if kwargs else kwargs
+    _state.active = True
+    try:
+        with np.errstate(all="ignore"):  # IEEE results, as XLA gives, without numpy warnings
+            out = kernel(*args, **kwargs)
+    finally:
+        _state.active = False
+    return _out(out)
+
+
+def _enabled() -> bool:
+    """On unless ACG_HOST_TIER=0, and only where jax's default device is the CPU: on a
+    GPU the data lives in device memory, and moving it to numpy would cost more than
+    compiling."""
+    if os.environ.get("ACG_HOST_TIER", "1") in ("0", "off", "false"):
+        return False
+    try:
+        return jax.default_backend() == "cpu"
+    except Exception:  # pragma: no cover
+        return False
+
+
+ENABLED = _enabled()
+FORCE: str | None = None  # "host" or "xla": every eligible call takes that tier (tests)
+STATS: collections.Counter = collections.Counter()  # host calls per op name
+
+
+@contextlib.contextmanager
+def forced(tier: str | None) -> Iterator[None]:
+    """Run every eligible eager op on ``tier`` ("host" or "xla") inside the block.
+
+    >>> with forced("xla"):
+    ...     pass
+    """
+    global FORCE
+    if tier not in (None, "host", "xla"):
+        raise ValueError(f"tier must be 'host', 'xla' or None, got {tier!r}")
+    before, FORCE = FORCE, tier
+    try:
+        yield
+    finally:
+        FORCE = before
+# What compiling a new program costs on this machine, in seconds (the ski-rental price):
+# a shape runs on the host until its host time reaches this, then it is compiled.
+COMPILE_COST = float(os.environ.get("ACG_HOST_BUDGET_MS", "20")) / 1000
+
+
+_TWINS: dict[Any, Callable] = {jax.nn.sigmoid: _sigmoid, jax.nn.relu: _relu,
+                               jax.scipy.special.erf: _erf,
+                               jax.lax.rsqrt: lax._overrides["rsqrt"]}
+
+
+def numpy_twin(fn: Callable) -> Callable | None:
+    """numpy's function for a ``jax.numpy`` one (``jnp.exp`` -> ``np.exp``), or for the few
+    ``jax.nn``/``lax``/``scipy`` functions written above; None when there is none."""
+    twin = _TWINS.get(fn)
+    if twin is not None:
+        return twin
+    name = getattr(fn, "__name__", "")
+    if getattr(fn, "__module__", None) == "jax.numpy" and hasattr(np, name):
+        return getattr(np, name)
+    return None

@@ -1,0 +1,151 @@
+"""The host tier (kernels/_xp.py): eager CPU ops at a shape without an XLA program run in
+numpy, so loops whose shapes keep changing never wait for compiles; compiled regions
+(acg.compile) run shapes after their first eagerly until those shapes earn a program.
+
+Agreement of the two tiers op by op is test_ops.py's ``test_host_tier_matches_xla``; here:
+that the host tier is really taken, when programs get compiled, errors, and whole programs
+(generation) in every mode.
+"""
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+import autograd_compile as acg
+import autograd_compile.nn as nn
+import autograd_compile.nn.functional as F
+from autograd_compile.kernels import _xp
+
+pytestmark = pytest.mark.skipif(not _xp.ENABLED, reason="the host tier runs on CPU backends")
+
+
+class _Compiles:
+    """Counts XLA compiles (jax's own monitoring event) inside the block."""
+
+    def __enter__(self) -> "_Compiles":
+        self.n = 0
+        self._on = True
+
+        def listener(event: str, duration: float, **kw: object) -> None:
+            if self._on and event == "/jax/core/compile/backend_compile_duration":
+                self.n += 1
+        jax.monitoring.register_event_duration_secs_listener(listener)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._on = False
+
+
+def test_new_shapes_run_on_the_host_without_compiling() -> None:
+    # sizes no other test uses, so no program exists for them yet
+    before = sum(_xp.STATS.values())
+    with _Compiles() as c:
+        for n in range(101, 109):
+            a = acg.ones(3, n) * 2.5 + 1
+            b = F.softmax(a @ acg.ones(n, 7), -1).sum(0)
+    assert c.n == 0
+    assert sum(_xp.STATS.values()) - before >= 8 * 6
+    np.testing.assert_allclose(b.numpy(), np.full(7, 3 / 7), rtol=1e-6)
+
+
+def test_a_repeating_shape_earns_its_program(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_xp, "COMPILE_COST", 0.002)  # 2 ms of host time buys the program
+    x = acg.full((5, 211), 0.5)
+    with _Compiles() as c:
+        for _ in range(400):
+            y = x * x
+    assert c.n == 1  # bought once, then the program runs
+    assert y.tolist() == [[0.25] * 211] * 5
+
+
+def test_errors_are_the_same_on_the_host() -> None:
+    a, b = acg.ones(2, 313), acg.ones(3, 313)
+    with _xp.forced("host"):
+        with pytest.raises(RuntimeError, match=r"must match the size of tensor b \(3\)"):
+            a + b
+        with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dim"):
+            acg.cat([a, acg.ones(2, 2)], 0)
+        with pytest.raises(IndexError):
+            acg.ones(2, 3)[5]
+
+
+def test_numpy_warnings_stay_inside() -> None:
+    with _xp.forced("host"):  # IEEE results, no RuntimeWarning (pytest makes them errors)
+        out = acg.tensor([1.0, 0.0, -1.0]) / acg.zeros(3)
+    assert np.isinf(out[0].item()) and np.isnan(out[1].item()) and np.isinf(out[2].item())
+
+
+def test_switch_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACG_HOST_TIER", "0")
+    assert not _xp._enabled()
+    monkeypatch.setenv("ACG_HOST_TIER", "1")
+    assert _xp._enabled() == (jax.default_backend() == "cpu")
+
+
+# -- whole programs: token-by-token generation, the sequence growing each step -----------------
+class _TinyLM(nn.Module):
+    def __init__(self, vocab: int = 11, width: int = 16, block: int = 32) -> None:
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, width), nn.Embedding(block, width)
+        self.attn = nn.Linear(width, 3 * width)
+        self.ln = nn.LayerNorm(width)
+        self.head = nn.Linear(width, vocab)
+
+    def forward(self, idx: acg.Tensor) -> acg.Tensor:
+        t = idx.size(1)
+        x = self.tok(idx) + self.pos(acg.arange(t))
+        q, k, v = self.attn(self.ln(x)).split(x.size(-1), dim=2)
+        att = (q @ k.transpose(-2, -1)) * 0.25
+        att = att.masked_fill(acg.tril(acg.ones(t, t)) == 0, float("-inf"))
+        x = x + F.softmax(att, dim=-1) @ v
+        return self.head(F.gelu(x))
+
+
+def _generate(model: object, idx: acg.Tensor, n: int) -> acg.Tensor:
+    with acg.no_grad():
+        for _ in range(n):
+            logits = model(idx)[:, -1, :]
+            idx = acg.cat([idx, logits.argmax(-1, keepdim=True)], dim=1)
+    return idx
+
+
+@pytest.mark.parametrize("how", ["eager", "compile"])
+def test_generation_grows_without_per_length_compiles(how: str) -> None:
+    acg.manual_seed(0)
+    model = _TinyLM()
+    model.eval()
+    prompt = acg.tensor([[1, 2, 3]])
+    with _xp.forced("xla"):
+        want = _generate(model, prompt, 9).tolist()  # the reference: every op an XLA program
+    run = acg.compile(model) if how == "compile" else model
+    acg.aot.counters.clear()
+    with _Compiles() as c:
+        got = _generate(run, prompt, 9).tolist()
+    assert got == want
+    if how == "compile":
+        # automatic dynamic: one retrace when the length first changes, never one per length;
+        # lengths after the first run eagerly (a compile each would stall the loop)
+        assert acg.aot.counters["traces"] <= 2
+        assert acg.aot.counters["eager_runs"] == 0
+        assert acg.aot.counters["eager_shapes"] >= 7
+    assert c.n <= 6  # compiles bounded, not 9 lengths x every op
+
+
+def test_training_gradients_match_in_every_mode(mode: object) -> None:  # noqa: D103
+    """A small step whose batch size changes (the last smaller batch) in all three modes:
+    gradients equal jax.grad's, whichever tier ran each op."""
+    acg.manual_seed(0)
+    lin = nn.Linear(5, 3)
+    w0, b0 = lin.weight.detach().numpy(), lin.bias.detach().numpy()
+    for batch in (8, 8, 3):
+        x = np.linspace(-1, 1, batch * 5, dtype=np.float32).reshape(batch, 5)
+        lin.zero_grad()
+        with mode():
+            F.gelu(lin(acg.tensor(x))).pow(2).mean().backward()
+
+        def loss(w, b):
+            return (jax.nn.gelu(x @ w.T + b, approximate=False) ** 2).mean()
+        gw, gb = jax.grad(loss, argnums=(0, 1))(w0, b0)
+        np.testing.assert_allclose(lin.weight.grad.numpy(), gw, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(lin.bias.grad.numpy(), gb, rtol=1e-5, atol=1e-6)
