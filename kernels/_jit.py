@@ -145,7 +145,7 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
         if eager_check:
             check(*args, **kwargs)
         if host_kernel is not None and _xp.ENABLED:
-            out = on_host(key, values, args, kwargs)
+            out = on_host(key, values, args, kwargs, eager_check)
             if out is not _COMPILE:
                 return out
         return fn(*values)
@@ -154,7 +154,7 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
     compiled: set = set()  # (static key, avals) that have earned a program
     rent: dict[tuple, float] = {}  # host seconds spent per (static key, avals) so far
 
-    def on_host(key: tuple, values: list, args: tuple, kwargs: dict) -> Any:
+    def on_host(key: tuple, values: list, args: tuple, kwargs: dict, checked: bool) -> Any:
         sig = _xp.host_sig(values)
         if sig is None:
             return _COMPILE
@@ -171,12 +171,14 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
             return _COMPILE
         start = time.perf_counter()
         try:
-            if check is not None:
-                check(*args, **kwargs)
+            if check is not None and not checked and sig not in rent:
+                check(*args, **kwargs)  # reads shapes, dtypes, static values: once per sig
             out = _xp.host_call(host_kernel, args, kwargs)
         except Exception:  # numpy lacks it, or fails differently: XLA gives the answer
             compiled.add(sig)  # (and jax's own error, as before the host tier existed)
             return _COMPILE
+        if len(rent) > 65536:  # endless distinct shapes: forget, rather than grow forever
+            rent.clear()
         rent[sig] = spent + time.perf_counter() - start
         _xp.STATS[name] += 1
         return out
