@@ -29,7 +29,7 @@ from autograd_compile.errors import op_error
 from autograd_compile.tracing.fake import TensorMeta, register_shape_rule
 
 from ._jit import jitted
-from ._xp import numpy_twin
+from ._xp import host_first, numpy_twin
 from ._dtypes import BOOL, can_cast, cast, is_float, result_type, to_float
 from ._shapes import broadcast_shapes, is_tensor_like, shape_of, shapes_equal
 
@@ -73,7 +73,7 @@ def defop(schema: str, jax: Callable | None = None, *, shape: Callable | None = 
         if host is True:  # a jax.numpy function as the kernel: its numpy twin on the host
             host = numpy_twin(jax) or True
         kernel = (jitted(jax, parsed, static, dynamic, pre, traced_check, host) if jit
-                  else jax)
+                  else host_first(jax, host) if host else jax)
         LIB.impl(name, _diagnosed(kernel, jax, shape, check and not jit, name), "Backend")
     if shape is not None:
         register_shape_rule(op, shape)

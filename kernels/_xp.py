@@ -34,7 +34,8 @@ import numpy as np
 _state = threading.local()  # .active: a host kernel is running in this thread
 # dtypes numpy computes as XLA does (float16/bfloat16 arithmetic differs: those take XLA)
 HOST_DTYPES = frozenset(np.dtype(d) for d in (
-    "bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64",
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float32", "float64",
     "complex64", "complex128"))
 
 
@@ -115,8 +116,15 @@ nn = _Namespace(jax.nn, None, {"softmax": _softmax, "log_softmax": _log_softmax,
                                "gelu": _gelu, "sigmoid": _sigmoid, "relu": _relu,
                                "silu": _silu})
 special = _Namespace(jax.scipy.special, None, {"erf": _erf})
+def _iota(dtype: Any, shape: tuple, dimension: int) -> np.ndarray:
+    line = np.arange(shape[dimension], dtype=dtype)
+    return np.broadcast_to(line.reshape([-1 if i == dimension else 1 for i in range(len(shape))]),
+                           shape)
+
+
 lax = _Namespace(jax.lax, None, {"stop_gradient": lambda x: x,  # numpy has no tape to stop
-                                 "rsqrt": lambda x: (1 / np.sqrt(x)).astype(x.dtype)})
+                                 "rsqrt": lambda x: (1 / np.sqrt(x)).astype(x.dtype),
+                                 "broadcasted_iota": _iota})
 
 
 # -- running a kernel on the host -------------------------------------------------------------
@@ -184,7 +192,7 @@ def host_sig(values: Any) -> tuple | None:
             if inner is None:
                 return None
             sig.append(inner)
-        elif isinstance(v, (int, float, bool)):
+        elif v is None or isinstance(v, (int, float, bool)):
             sig.append(type(v))
         else:
             return None
@@ -204,6 +212,23 @@ def host_call(kernel: Callable, args: tuple, kwargs: dict) -> Any:
     finally:
         _state.active = False
     return _out(out)
+
+
+def host_first(kernel: Callable, host: Callable | bool) -> Callable:
+    """An un-jitted kernel (``defop(jit=False)``) that runs on numpy when its arrays can:
+    jax's op-by-op path would compile a program per new shape all the same."""
+    twin = kernel if host is True else host
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if ENABLED and FORCE != "xla":
+            arrays = [a for a in args if isinstance(a, jax.Array)]
+            if arrays and host_sig(arrays) is not None:
+                try:
+                    return host_call(twin, args, kwargs)
+                except Exception:  # numpy cannot: jax answers (and raises what it raises)
+                    pass
+        return kernel(*args, **kwargs)
+    return run
 
 
 def _enabled() -> bool:

@@ -18,6 +18,7 @@ from autograd_compile.tracing.symbolic_shapes import SymFloat
 
 from ._defop import NONDIFF, defop, same_shape
 from ._dtypes import DEFAULT_INT, as_dtype, default_float, scalar_dtype
+from ._streams import draw
 from ._xp import jnp
 
 
@@ -53,13 +54,13 @@ full = defop("full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None) 
 # *_like run unjitted: jnp's *_like keep the input's sharding (a jitted one would not)
 zeros_like = defop("zeros_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
                    lambda x, dtype=None: jnp.zeros_like(x, _dtype(dtype, x.dtype)),
-                   shape=_like, backward=NONDIFF, jit=False)
+                   shape=_like, backward=NONDIFF, host=True, jit=False)
 ones_like = defop("ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
                   lambda x, dtype=None: jnp.ones_like(x, _dtype(dtype, x.dtype)),
-                  shape=_like, backward=NONDIFF, jit=False)
+                  shape=_like, backward=NONDIFF, host=True, jit=False)
 full_like = defop("full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor",
                   lambda x, v, dtype=None: jnp.full_like(x, v, _dtype(dtype, x.dtype)),
-                  shape=_like, backward=NONDIFF, jit=False)
+                  shape=_like, backward=NONDIFF, host=True, jit=False)
 eye = defop("eye(SymInt n, SymInt? m=None, *, ScalarType? dtype=None) -> Tensor",
             lambda n, m=None, dtype=None: jnp.eye(n, n if m is None else m, dtype=_dtype(dtype)),
             shape=lambda n, m=None, dtype=None: TensorMeta((n, n if m is None else m),
@@ -115,15 +116,19 @@ def _key(data: jax.Array) -> jax.Array:
 rand = defop("rand(SymInt[] size, Tensor key, *, ScalarType? dtype=None) -> Tensor",
              lambda size, key, dtype=None: jax.random.uniform(_key(key), tuple(size),
                                                               _dtype(dtype)),
+             host=lambda size, key, dtype=None: draw("uniform", key, size, _dtype(dtype)),
              shape=_sized, backward=NONDIFF)
 randn = defop("randn(SymInt[] size, Tensor key, *, ScalarType? dtype=None) -> Tensor",
               lambda size, key, dtype=None: jax.random.normal(_key(key), tuple(size),
                                                               _dtype(dtype)),
+              host=lambda size, key, dtype=None: draw("normal", key, size, _dtype(dtype)),
               shape=_sized, backward=NONDIFF)
 randint = defop("randint.low(int low, int high, SymInt[] size, Tensor key, *, "
                 "ScalarType? dtype=None) -> Tensor",
                 lambda lo, hi, size, key, dtype=None: jax.random.randint(
                     _key(key), tuple(size), lo, hi, _dtype(dtype, DEFAULT_INT)),
+                host=lambda lo, hi, size, key, dtype=None: draw(
+                    "randint", key, size, _dtype(dtype, DEFAULT_INT), (lo, hi)),
                 shape=lambda lo, hi, size, key, dtype=None: TensorMeta(
                     tuple(size), _dtype(dtype, DEFAULT_INT)), backward=NONDIFF)
 

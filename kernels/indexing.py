@@ -24,7 +24,7 @@ from ._dtypes import BOOL, DEFAULT_INT, cast, category, is_float
 from ._shapes import (broadcast_shapes, is_tensor_like, shape_of, shapes_equal, slice_length,
                       wrap_dim)
 from .elementwise import where
-from ._xp import jnp
+from ._xp import jnp, lax
 from .factories import full, zeros
 from .shape import copy_
 from .views import check_writable, view_of, write_through
@@ -233,6 +233,15 @@ def _index_put(x: Any, indices: list, values: Any, accumulate: bool = False) -> 
     return at.add(cast(values, x.dtype)) if accumulate else at.set(cast(values, x.dtype))
 
 
+def _host_index_put(x: Any, indices: list, values: Any, accumulate: bool = False) -> Any:
+    out, at = x.copy(), _jnp_index(indices)  # numpy writes in place; the op is functional
+    if accumulate:
+        np.add.at(out, at, np.asarray(values, x.dtype))
+    else:
+        out[at] = values
+    return out
+
+
 def _index_put_backward(g: Any, x: Any, indices: list, values: Any, accumulate: bool,
                         out: Any) -> tuple:
     gx = g if accumulate else index_put(g, indices, 0)  # overwritten entries get nothing
@@ -241,11 +250,13 @@ def _index_put_backward(g: Any, x: Any, indices: list, values: Any, accumulate: 
 
 
 index = defop("index.Tensor(Tensor self, Tensor[] indices) -> Tensor", _index, pre=_check_bounds,
+              host=True,
               shape=lambda x, ix: TensorMeta(_index_shape(tuple(x.shape), ix), x.dtype),
               save=("indices",), backward=lambda g, x, ix, out: (
                   index_put(zeros(list(x.shape), dtype=g.dtype), ix, g, True), [None] * len(ix)))
 index_put = defop("index_put(Tensor self, Tensor[] indices, Tensor values, bool accumulate=False)"
-                  " -> Tensor", _index_put, shape=_index_put_rule, check=True,
+                  " -> Tensor", _index_put, host=_host_index_put, shape=_index_put_rule,
+                  check=True,
                   pre=_check_bounds,
                   save=("indices",), backward=_index_put_backward)
 
@@ -253,7 +264,7 @@ index_put = defop("index_put(Tensor self, Tensor[] indices, Tensor values, bool 
 # -- gather / scatter_add along one dim ---------------------------------------------------------
 def _grid(index: Any, d: int) -> tuple:
     """Full coordinates for every entry of ``index``: ``index`` itself along ``d``."""
-    return tuple(index if i == d else jax.lax.broadcasted_iota(DEFAULT_INT, index.shape, i)
+    return tuple(index if i == d else lax.broadcasted_iota(DEFAULT_INT, index.shape, i)
                  for i in range(index.ndim))
 
 
@@ -269,6 +280,13 @@ def _gather_rule(x: Any, dim: int, index: Any, *src: Any) -> TensorMeta:
 def _scatter_add(x: Any, dim: int, index: Any, src: Any) -> Any:
     part = src[tuple(slice(0, n) for n in index.shape)]
     return x.at[_grid(index, wrap_dim(dim, x.ndim))].add(cast(part, x.dtype))
+
+
+def _host_scatter_add(x: Any, dim: int, index: Any, src: Any) -> Any:
+    out = x.copy()  # numpy writes in place; the op is functional
+    part = src[tuple(slice(0, n) for n in index.shape)]
+    np.add.at(out, _grid(index, wrap_dim(dim, x.ndim)), part.astype(x.dtype))
+    return out
 
 
 def _check_index(x: Any, dim: int, index: Any, *rest: Any) -> None:
@@ -288,12 +306,14 @@ def _check_index(x: Any, dim: int, index: Any, *rest: Any) -> None:
 
 
 gather = defop("gather(Tensor self, int dim, Tensor index) -> Tensor",
-               lambda x, dim, ix: x[_grid(ix, wrap_dim(dim, x.ndim))], shape=_gather_rule,
+               lambda x, dim, ix: x[_grid(ix, wrap_dim(dim, x.ndim))], host=True,
+               shape=_gather_rule,
                check=True, pre=_check_index,
                save=("index",), backward=lambda g, x, dim, ix, out: (scatter_add(
                    zeros(list(x.shape), dtype=g.dtype), dim, ix, g), None))
 scatter_add = defop("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
-                    _scatter_add, shape=_gather_rule, save=("index",), check=True,
+                    _scatter_add, host=_host_scatter_add, shape=_gather_rule, save=("index",),
+                    check=True,
                     pre=_check_index,
                     backward=lambda g, x, dim, ix, src, out: (
                         reduce_grad(g, x), None, reduce_grad(gather(g, dim, ix), src)))

@@ -265,7 +265,7 @@ def _ce_backward(g: Any, x: Any, t: Any, w: Any, reduction: str, ignore_index: i
 
 cross_entropy = defop("cross_entropy(Tensor self, Tensor target, Tensor? weight=None, "
                       "str reduction='mean', int ignore_index=-100, float label_smoothing=0.0) "
-                      "-> Tensor", _cross_entropy, shape=_ce_rule, check=True,
+                      "-> Tensor", _cross_entropy, host=True, shape=_ce_rule, check=True,
                       backward=_ce_backward, pre=_check_targets)
 
 
@@ -289,7 +289,7 @@ def _mse_backward(g: Any, x: Any, t: Any, reduction: str, out: Any) -> tuple:
 
 
 mse_loss = defop("mse_loss(Tensor self, Tensor target, str reduction='mean') -> Tensor", _mse,
-                 shape=_mse_rule, check=True, backward=_mse_backward)
+                 host=True, shape=_mse_rule, check=True, backward=_mse_backward)
 
 
 # -- linear: one op (one kernel, one autograd node) rather than transpose + matmul + add -----

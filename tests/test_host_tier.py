@@ -59,6 +59,26 @@ def test_a_repeating_shape_earns_its_program(monkeypatch: pytest.MonkeyPatch) ->
     assert y.tolist() == [[0.25] * 211] * 5
 
 
+@pytest.mark.parametrize("draw", ["rand", "randn", "randint", "dropout"])
+def test_random_ops_at_new_shapes_draw_exactly_the_same_numbers(draw: str) -> None:
+    """Random ops at new shapes take a bucketed stream (kernels/_streams.py): the same
+    values as their own program, from one program per power of two."""
+    ops = {"rand": lambda s: acg.rand(*s), "randn": lambda s: acg.randn(*s),
+           "randint": lambda s: acg.randint(3, 17, s),
+           "dropout": lambda s: F.dropout(acg.ones(*s), 0.4)}
+    shapes = [(3, 5), (7,), (2, 3, 4), (61,), (5, 13)]
+    with _Compiles() as c:
+        host = []
+        for s in shapes:
+            acg.manual_seed(7)
+            host.append(ops[draw](s).numpy())
+    assert c.n <= 5 + 1  # five buckets (8..128) and the generator's key program at most
+    with _xp.forced("xla"):
+        for s, h in zip(shapes, host):
+            acg.manual_seed(7)
+            np.testing.assert_array_equal(h, ops[draw](s).numpy())
+
+
 def test_errors_are_the_same_on_the_host() -> None:
     a, b = acg.ones(2, 313), acg.ones(3, 313)
     with _xp.forced("host"):
