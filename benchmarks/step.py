@@ -9,11 +9,14 @@ one entry each; an entry whose ``needs`` says why is reported as skipped):
 - ``acg-eager``: op-by-op forward, eager backward, ``acg.optim.SGD``;
 - ``acg-compiled``: the same with the backward under ``compiled_autograd.enable("jax")``;
 - ``acg-compile``: the forward through ``acg.compile`` (one program), compiled backward;
-- ``jax-floor``: ``jax.jit`` of ``value_and_grad`` plus the SGD update (one program);
-  its forward column is the jitted loss alone. For models written only in
+- ``jax-floor``: ``jax.jit`` of ``value_and_grad`` plus the SGD update: its step is that
+  one program alone; its forward column is the jitted loss alone, timed in a separate
+  call after each step, outside the step's time. For models written only in
   autograd_compile (gpt) the floor's loss runs our kernels on jax tracers;
 - ``torch-eager`` and ``torch-compile`` (``torch.compile`` on the loss function plus
-  compiled autograd on the backward), when torch is importable, CPU only.
+  compiled autograd on the backward), when torch is importable, CPU only; torch eager
+  is also measured in its own process (:mod:`.step_alone`, ``torch-eager-alone``) with
+  the thread count it had here, so XLA's thread pool does not share its cores.
 
 Before timing, each system's first step runs from empty caches (its time is the
 *first step* column: traces, captures and XLA compiles) and its gradients are checked
@@ -41,6 +44,7 @@ REFERENCE = "acg-eager"
 SWEEP_BATCHES = (16, 32, 48, 64)
 SWEEP_SYSTEMS = ("acg-compiled", "acg-compile")
 SWEEP_WORKLOADS = ("mlp_small", "mlp", "gpt")
+ALONE = ("torch-eager",)  # also timed in a process of its own (step_alone.py)
 
 
 def acg_counters() -> dict[str, int]:
@@ -73,6 +77,11 @@ class StepSystem:
 
     def reset_caches(self) -> None:
         """Forget compiled programs: the next step is a first step."""
+
+    def separate_forward(self) -> float | None:
+        """The forward's microseconds from a call of its own, outside the step's time;
+        None when :meth:`step` times its forward itself."""
+        return None
 
 
 class AcgStep(StepSystem):
@@ -136,11 +145,14 @@ class JaxStep(StepSystem):
         self.fn, self.forward = jax.jit(self._step), jax.jit(self.loss)
 
     def step(self) -> float:
+        # the one step program and nothing else: the floor every system is divided by
+        _, self.params, self.last_grads = jax.block_until_ready(self.fn(self.params, self.inputs))
+        return float("nan")  # see separate_forward
+
+    def separate_forward(self) -> float:
         start = time.perf_counter()
         self.forward(self.params, self.inputs).block_until_ready()
-        forward = time.perf_counter() - start
-        _, self.params, self.last_grads = jax.block_until_ready(self.fn(self.params, self.inputs))
-        return forward * 1e6
+        return (time.perf_counter() - start) * 1e6
 
     def grads(self) -> dict[str, np.ndarray]:
         return {k: np.asarray(v) for k, v in self.last_grads.items()}
@@ -262,10 +274,13 @@ def _error(exc: BaseException) -> str:
 
 
 def timed_step(system: StepSystem) -> tuple[float, float]:
-    """(whole step, forward) in microseconds."""
+    """(whole step, forward) in microseconds; a forward timed apart runs after the step,
+    outside its time."""
     start = time.perf_counter()
     forward = system.step()
-    return (time.perf_counter() - start) * 1e6, forward
+    step = (time.perf_counter() - start) * 1e6
+    apart = system.separate_forward()
+    return step, forward if apart is None else apart
 
 
 def _first_steps(systems: list[StepSystem], out: StepWorkloadResult) -> list[StepSystem]:
@@ -302,9 +317,28 @@ def _interleaved(alive: list[StepSystem], out: StepWorkloadResult, reps: int,
                 out.results[s.name].forward_us.append(forward)
 
 
+def _run_alone(out: StepWorkloadResult, systems: tuple[str, ...], reps: int, warmup: int,
+               smoke: bool) -> None:
+    """Each of ``systems`` that ran here, again in its own process (``NAME-alone``), with
+    this process's torch thread count."""
+    from .step_alone import ALONE_SUFFIX, run_alone, torch_threads
+    for sys_name in systems:
+        here = out.results.get(sys_name)
+        if here is None or here.error or not here.step_us:
+            continue
+        doc = run_alone(out.name, sys_name, reps, warmup, smoke, torch_threads())
+        r = out.results[sys_name + ALONE_SUFFIX] = StepResult(sys_name + ALONE_SUFFIX)
+        r.error = doc.get("error")
+        r.step_us, r.forward_us = doc.get("step_samples_us", []), doc.get("forward_samples_us", [])
+        r.first_us, r.grad_check = doc.get("first_step_us"), "own process"
+
+
 def measure_step(name: str, systems: list[str], device: jax.Device, reps: int, warmup: int,
-                 smoke: bool, torch_backend: str) -> StepWorkloadResult:
-    """Build, first-step, check, warm up and time every runnable system on ``name``."""
+                 smoke: bool, torch_backend: str,
+                 alone: tuple[str, ...] | None = None) -> StepWorkloadResult:
+    """Build, first-step, check, warm up and time every runnable system on ``name``; then
+    the ``alone`` systems again in their own processes (default: torch-eager, except
+    with ``smoke``)."""
     model = build_step(name, smoke)
     out = StepWorkloadResult(name, model.sizes)
     built = []
@@ -324,6 +358,7 @@ def measure_step(name: str, systems: list[str], device: jax.Device, reps: int, w
     _interleaved(alive, out, reps, True)
     after = acg_counters()
     out.acg_counters_timed = {k: v - before.get(k, 0) for k, v in after.items()}
+    _run_alone(out, ALONE if alone is None and not smoke else alone or (), reps, warmup, smoke)
     return out
 
 
