@@ -38,7 +38,7 @@ import autograd_compile as acg
 
 from .measure import compare_grads, summarize
 from .step_models import LR, StepModel, available, build_step, jax_loss
-from .systems import torch_available
+from .systems import torch_device, torch_skip_reason
 
 REFERENCE = "acg-eager"
 SWEEP_BATCHES = (16, 32, 48, 64)
@@ -159,13 +159,21 @@ class JaxStep(StepSystem):
 
 
 class TorchStep(StepSystem):
-    """PyTorch on CPU: eager, or ``torch.compile`` on the loss plus compiled autograd."""
+    """PyTorch on CPU, or on CUDA beside a JAX GPU: eager, or ``torch.compile`` on the
+    loss plus compiled autograd."""
 
-    def __init__(self, name: str, model: StepModel, backend: str) -> None:
+    def __init__(self, name: str, model: StepModel, backend: str,
+                 torch_dev: str = "cpu") -> None:
         import torch
-        self.torch, self.name = torch, name
-        self.params, self.eager_loss = model.torch_build()
-        self.inputs = [torch.from_numpy(v.copy()) for v in model.inputs.values()]
+        self.torch, self.name, self.dev = torch, name, torch_dev
+        # built under the device context: the parameters (and a module's) land on it
+        with torch.device(torch_dev):
+            self.params, self.eager_loss = model.torch_build()
+        self.inputs = [torch.from_numpy(v.copy()).to(torch_dev) for v in model.inputs.values()]
+        # a forward that makes tensors with no device (gpt's position arange) runs under the
+        # device context on CUDA; on CPU nothing is wrapped (the context costs per op)
+        self.forward_ctx: Callable[[], AbstractContextManager] = (
+            nullcontext if torch_dev == "cpu" else lambda: torch.device(torch_dev))
         self.opt = torch.optim.SGD(list(self.params.values()), lr=LR)
         self.backend = backend
         self.reset_caches()
@@ -188,18 +196,25 @@ class TorchStep(StepSystem):
         """Another batch (the sweep: the same model, parameters and compiled function)."""
         self.inputs = [acg.tensor(v) for v in inputs.values()]
 
+    def _wait(self) -> None:
+        if self.dev != "cpu":  # CPU tensors: nothing to wait for
+            self.torch.cuda.synchronize()
+
     def step(self) -> float:
         self.opt.zero_grad()
         start = time.perf_counter()
-        loss = self.loss_fn(*self.inputs)
+        with self.forward_ctx():
+            loss = self.loss_fn(*self.inputs)
+        self._wait()
         forward = time.perf_counter() - start
         with self._backward_ctx():
             loss.backward()
         self.opt.step()
+        self._wait()
         return forward * 1e6
 
     def grads(self) -> dict[str, np.ndarray]:
-        return {k: p.grad.detach().numpy().copy() for k, p in self.params.items()}
+        return {k: p.grad.detach().cpu().numpy().copy() for k, p in self.params.items()}
 
 
 @dataclass(frozen=True)
@@ -211,10 +226,9 @@ class SystemSpec:
 
 
 def _torch_needs(model: StepModel, device: jax.Device) -> str | None:
-    if not torch_available():
-        return "torch is not installed (pip install torch)"
-    if device.platform != "cpu":
-        return f"torch systems run on CPU only; the data is on {device.platform}"
+    why = torch_skip_reason(device)
+    if why:
+        return why
     return None if model.torch_build is not None else f"no PyTorch model for {model.name}"
 
 
@@ -227,8 +241,10 @@ SYSTEMS: dict[str, SystemSpec] = {
     "acg-compiled": SystemSpec(lambda m, d, b: AcgStep("acg-compiled", m, d)),
     "acg-compile": SystemSpec(lambda m, d, b: AcgStep("acg-compile", m, d), _compile_needs),
     "jax-floor": SystemSpec(lambda m, d, b: JaxStep(m, d)),
-    "torch-eager": SystemSpec(lambda m, d, b: TorchStep("torch-eager", m, b), _torch_needs),
-    "torch-compile": SystemSpec(lambda m, d, b: TorchStep("torch-compile", m, b), _torch_needs),
+    "torch-eager": SystemSpec(lambda m, d, b: TorchStep("torch-eager", m, b, torch_device(d)),
+                              _torch_needs),
+    "torch-compile": SystemSpec(lambda m, d, b: TorchStep("torch-compile", m, b,
+                                                          torch_device(d)), _torch_needs),
 }
 
 
@@ -358,7 +374,9 @@ def measure_step(name: str, systems: list[str], device: jax.Device, reps: int, w
     _interleaved(alive, out, reps, True)
     after = acg_counters()
     out.acg_counters_timed = {k: v - before.get(k, 0) for k, v in after.items()}
-    _run_alone(out, ALONE if alone is None and not smoke else alone or (), reps, warmup, smoke)
+    if device.platform == "cpu":  # the threads that fight are CPU threads
+        _run_alone(out, ALONE if alone is None and not smoke else alone or (), reps, warmup,
+                   smoke)
     return out
 
 

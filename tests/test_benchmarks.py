@@ -264,3 +264,19 @@ def test_torch_eager_alone_runs_in_its_own_process() -> None:
     assert doc.get("error") is None, doc
     assert doc["threads"] == 1 and len(doc["step_samples_us"]) == 3
     assert all(v > 0 for v in doc["step_samples_us"])
+
+
+def test_torch_runs_beside_a_cpu_device_and_says_why_not_elsewhere() -> None:
+    from autograd_compile.benchmarks import systems
+    cpu = jax.devices("cpu")[0]
+    if systems.torch_available():
+        assert systems.torch_device(cpu) == "cpu" and systems.torch_skip_reason(cpu) is None
+    else:
+        assert "not installed" in systems.torch_skip_reason(cpu)
+
+    class FakeGpu:  # a JAX GPU beside a torch without CUDA (the CPU wheel installed here)
+        platform = "gpu"
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        assert systems.torch_device(FakeGpu()) is None
+        assert "no CUDA" in systems.torch_skip_reason(FakeGpu())
