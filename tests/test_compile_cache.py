@@ -132,3 +132,46 @@ def test_bad_size_names_the_variable(monkeypatch):
     monkeypatch.setenv("ACG_CACHE_MAX_MB", "lots")
     with pytest.raises(ValueError, match="ACG_CACHE_MAX_MB"):
         compile_cache._env_number("ACG_CACHE_MAX_MB", 1.0)
+
+
+def test_file_cache_reads_whole_entries_while_others_write(tmp_path):
+    """Writers and readers at once: a read gives a whole entry or none, never a part."""
+    import hashlib
+    import threading
+    cache = compile_cache.FileCache(tmp_path, 2**30)
+    values = {f"k{i}": hashlib.sha256(str(i).encode()).digest() * (2000 + 500 * i)
+              for i in range(8)}
+    bad: list[str] = []
+
+    def write() -> None:
+        for _ in range(5):
+            for k, v in values.items():
+                cache.put(k, v)
+
+    def read() -> None:
+        for _ in range(200):
+            for k, v in values.items():
+                got = cache.get(k)
+                if got is not None and got != v:
+                    bad.append(k)
+
+    threads = [threading.Thread(target=f) for f in (write, write, read, read)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert bad == []
+    assert {k: cache.get(k) for k in values} == values
+    assert not list(tmp_path.glob("*.tmp"))  # no temporary file is left behind
+
+
+def test_file_cache_prunes_least_recently_used(tmp_path):
+    cache = compile_cache.FileCache(tmp_path, 1000)
+    for i in range(3):
+        cache.put(f"k{i}", bytes(300))
+        os.utime(tmp_path / f"k{i}-cache", (100 + i, 100 + i))
+    assert cache.get("k0") == bytes(300)  # a hit makes k0 the most recently used
+    cache.put("k3", bytes(300))  # 1200 > 1000: prune to 900, oldest first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k0-cache", "k2-cache", "k3-cache"]
+    cache.put("huge", bytes(2000))  # larger than the bound: not written at all
+    assert not (tmp_path / "huge-cache").exists()
