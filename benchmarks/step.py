@@ -25,6 +25,10 @@ timed reps show whether caches hold; the batch sweep records them per batch size
 """
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 import traceback
 from contextlib import AbstractContextManager, nullcontext
@@ -45,6 +49,7 @@ SWEEP_BATCHES = (16, 32, 48, 64)
 SWEEP_SYSTEMS = ("acg-compiled", "acg-compile")
 SWEEP_WORKLOADS = ("mlp_small", "mlp", "gpt")
 ALONE = ("torch-eager",)  # also timed in a process of its own (step_alone.py)
+ALONE_SUFFIX = "-alone"
 OWN_PROCESS = "own process"  # the note of such a run: its gradients are not compared here
 
 
@@ -334,11 +339,35 @@ def _interleaved(alive: list[StepSystem], out: StepWorkloadResult, reps: int,
                 out.results[s.name].forward_us.append(forward)
 
 
+def torch_threads() -> int | None:
+    """torch's intra-op thread count in this process (None without torch)."""
+    if "torch" not in sys.modules:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            return None
+    return sys.modules["torch"].get_num_threads()
+
+
+def run_alone(workload: str, system: str, reps: int, warmup: int, smoke: bool,
+              threads: int | None) -> dict[str, Any]:
+    """``system`` on ``workload`` in a fresh process (:mod:`.step_alone`): the system's
+    JSON (``step``, ``forward``, ``first_step_us`` ...) plus ``threads``; ``error`` when
+    it failed."""
+    cmd = [sys.executable, "-m", "autograd_compile.benchmarks.step_alone", "--workload",
+           workload, "--system", system, "--reps", str(reps), "--warmup", str(warmup)]
+    cmd += (["--smoke"] if smoke else []) + (["--threads", str(threads)] if threads else [])
+    env = os.environ | ({"OMP_NUM_THREADS": str(threads)} if threads else {})
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode:
+        return {"error": f"own process failed ({proc.returncode}): {proc.stderr[-500:]}"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def _run_alone(out: StepWorkloadResult, systems: tuple[str, ...], reps: int, warmup: int,
                smoke: bool) -> None:
     """Each of ``systems`` that ran here, again in its own process (``NAME-alone``), with
     this process's torch thread count."""
-    from .step_alone import ALONE_SUFFIX, run_alone, torch_threads
     for sys_name in systems:
         here = out.results.get(sys_name)
         if here is None or here.error or not here.step_us:

@@ -11,37 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 from typing import Any
-
-ALONE_SUFFIX = "-alone"
-
-
-def torch_threads() -> int | None:
-    """torch's intra-op thread count in this process (None without torch)."""
-    if "torch" not in sys.modules:
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            return None
-    return sys.modules["torch"].get_num_threads()
-
-
-def run_alone(workload: str, system: str, reps: int, warmup: int, smoke: bool,
-              threads: int | None) -> dict[str, Any]:
-    """``system`` on ``workload`` in a fresh process: the system's JSON (``step``,
-    ``forward``, ``first_step_us`` ...) plus ``threads``; ``error`` when it failed."""
-    cmd = [sys.executable, "-m", "autograd_compile.benchmarks.step_alone", "--workload",
-           workload, "--system", system, "--reps", str(reps), "--warmup", str(warmup)]
-    cmd += (["--smoke"] if smoke else []) + (["--threads", str(threads)] if threads else [])
-    env = os.environ | ({"OMP_NUM_THREADS": str(threads)} if threads else {})
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode:
-        return {"error": f"own process failed ({proc.returncode}): {proc.stderr[-500:]}"}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
 
 def _child(args: argparse.Namespace) -> dict[str, Any]:
     if args.threads:
@@ -49,7 +19,7 @@ def _child(args: argparse.Namespace) -> dict[str, Any]:
         torch.set_num_threads(args.threads)
     import jax
 
-    from .step import measure_step
+    from .step import measure_step, torch_threads
     device = jax.devices("cpu")[0]
     with jax.default_device(device):
         out = measure_step(args.workload, [args.system], device, args.reps, args.warmup,

@@ -259,8 +259,7 @@ def test_jax_floor_step_is_the_step_program_alone() -> None:
 
 def test_torch_eager_alone_runs_in_its_own_process() -> None:
     pytest.importorskip("torch")
-    from autograd_compile.benchmarks import step_alone
-    doc = step_alone.run_alone("mlp_small", "torch-eager", 3, 1, True, 1)
+    doc = step.run_alone("mlp_small", "torch-eager", 3, 1, True, 1)
     assert doc.get("error") is None, doc
     assert doc["threads"] == 1 and len(doc["step_samples_us"]) == 3
     assert all(v > 0 for v in doc["step_samples_us"])
