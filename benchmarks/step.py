@@ -14,8 +14,9 @@ one entry each; an entry whose ``needs`` says why is reported as skipped):
   call after each step, outside the step's time. For models written only in
   autograd_compile (gpt) the floor's loss runs our kernels on jax tracers;
 - ``torch-eager`` and ``torch-compile`` (``torch.compile`` on the loss function plus
-  compiled autograd on the backward), when torch is importable, CPU only; torch eager
-  is also measured in its own process (:mod:`.step_alone`, ``torch-eager-alone``) with
+  compiled autograd on the backward), when torch is importable: on CPU, or on CUDA
+  beside a JAX GPU (each step synchronised); on CPU torch eager is also measured in its
+  own process (:mod:`.step_alone`, ``torch-eager-alone``) with
   the thread count it had here, so XLA's thread pool does not share its cores.
 
 Before timing, each system's first step runs from empty caches (its time is the
