@@ -9,6 +9,9 @@
 from . import config  # noqa: E402  (first: it may set XLA_FLAGS before jax starts)
 
 config.apply_xla_cpu_fix()
+from . import compile_cache  # noqa: E402  (warmgpu: before any compile, JAX decides once)
+
+compile_cache.configure()
 
 from . import _moved  # noqa: E402
 

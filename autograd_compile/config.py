@@ -10,6 +10,10 @@
   programs (see ``runtime_checks``; eager checks stay).
 - ``ACG_SLOW``: ``1`` turns on the long fuzzing and soak tests (``make test-slow``).
 - ``ACG_XLA_CPU_FIX``: ``0`` keeps XLA's CPU defaults (see :func:`apply_xla_cpu_fix`).
+- ``ACG_CACHE_DIR``: the persistent compile cache (default ``~/.cache/autograd_compile``;
+  empty disables it); ``ACG_CACHE_MAX_MB`` bounds it (default 1024),
+  ``ACG_CACHE_MIN_COMPILE_SECS`` skips programs that compile faster (default 0). Read by
+  :mod:`autograd_compile.compile_cache`, which configures JAX's cache at import.
 """
 from __future__ import annotations
 

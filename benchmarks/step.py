@@ -9,11 +9,15 @@ one entry each; an entry whose ``needs`` says why is reported as skipped):
 - ``acg-eager``: op-by-op forward, eager backward, ``acg.optim.SGD``;
 - ``acg-compiled``: the same with the backward under ``compiled_autograd.enable("jax")``;
 - ``acg-compile``: the forward through ``acg.compile`` (one program), compiled backward;
-- ``jax-floor``: ``jax.jit`` of ``value_and_grad`` plus the SGD update (one program);
-  its forward column is the jitted loss alone. For models written only in
+- ``jax-floor``: ``jax.jit`` of ``value_and_grad`` plus the SGD update: its step is that
+  one program alone; its forward column is the jitted loss alone, timed in a separate
+  call after each step, outside the step's time. For models written only in
   autograd_compile (gpt) the floor's loss runs our kernels on jax tracers;
 - ``torch-eager`` and ``torch-compile`` (``torch.compile`` on the loss function plus
-  compiled autograd on the backward), when torch is importable, CPU only.
+  compiled autograd on the backward), when torch is importable: on CPU, or on CUDA
+  beside a JAX GPU (each step synchronised); on CPU torch eager is also measured in its
+  own process (:mod:`.step_alone`, ``torch-eager-alone``) with
+  the thread count it had here, so XLA's thread pool does not share its cores.
 
 Before timing, each system's first step runs from empty caches (its time is the
 *first step* column: traces, captures and XLA compiles) and its gradients are checked
@@ -22,6 +26,10 @@ timed reps show whether caches hold; the batch sweep records them per batch size
 """
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 import traceback
 from contextlib import AbstractContextManager, nullcontext
@@ -35,12 +43,15 @@ import autograd_compile as acg
 
 from .measure import compare_grads, summarize
 from .step_models import LR, StepModel, available, build_step, jax_loss
-from .systems import torch_available
+from .systems import torch_device, torch_skip_reason
 
 REFERENCE = "acg-eager"
 SWEEP_BATCHES = (16, 32, 48, 64)
 SWEEP_SYSTEMS = ("acg-compiled", "acg-compile")
 SWEEP_WORKLOADS = ("mlp_small", "mlp", "gpt")
+ALONE = ("torch-eager",)  # also timed in a process of its own (step_alone.py)
+ALONE_SUFFIX = "-alone"
+OWN_PROCESS = "own process"  # the note of such a run: its gradients are not compared here
 
 
 def acg_counters() -> dict[str, int]:
@@ -73,6 +84,11 @@ class StepSystem:
 
     def reset_caches(self) -> None:
         """Forget compiled programs: the next step is a first step."""
+
+    def separate_forward(self) -> float | None:
+        """The forward's microseconds from a call of its own, outside the step's time;
+        None when :meth:`step` times its forward itself."""
+        return None
 
 
 class AcgStep(StepSystem):
@@ -136,24 +152,35 @@ class JaxStep(StepSystem):
         self.fn, self.forward = jax.jit(self._step), jax.jit(self.loss)
 
     def step(self) -> float:
+        # the one step program and nothing else: the floor every system is divided by
+        _, self.params, self.last_grads = jax.block_until_ready(self.fn(self.params, self.inputs))
+        return float("nan")  # see separate_forward
+
+    def separate_forward(self) -> float:
         start = time.perf_counter()
         self.forward(self.params, self.inputs).block_until_ready()
-        forward = time.perf_counter() - start
-        _, self.params, self.last_grads = jax.block_until_ready(self.fn(self.params, self.inputs))
-        return forward * 1e6
+        return (time.perf_counter() - start) * 1e6
 
     def grads(self) -> dict[str, np.ndarray]:
         return {k: np.asarray(v) for k, v in self.last_grads.items()}
 
 
 class TorchStep(StepSystem):
-    """PyTorch on CPU: eager, or ``torch.compile`` on the loss plus compiled autograd."""
+    """PyTorch on CPU, or on CUDA beside a JAX GPU: eager, or ``torch.compile`` on the
+    loss plus compiled autograd."""
 
-    def __init__(self, name: str, model: StepModel, backend: str) -> None:
+    def __init__(self, name: str, model: StepModel, backend: str,
+                 torch_dev: str = "cpu") -> None:
         import torch
-        self.torch, self.name = torch, name
-        self.params, self.eager_loss = model.torch_build()
-        self.inputs = [torch.from_numpy(v.copy()) for v in model.inputs.values()]
+        self.torch, self.name, self.dev = torch, name, torch_dev
+        # built under the device context: the parameters (and a module's) land on it
+        with torch.device(torch_dev):
+            self.params, self.eager_loss = model.torch_build()
+        self.inputs = [torch.from_numpy(v.copy()).to(torch_dev) for v in model.inputs.values()]
+        # a forward that makes tensors with no device (gpt's position arange) runs under the
+        # device context on CUDA; on CPU nothing is wrapped (the context costs per op)
+        self.forward_ctx: Callable[[], AbstractContextManager] = (
+            nullcontext if torch_dev == "cpu" else lambda: torch.device(torch_dev))
         self.opt = torch.optim.SGD(list(self.params.values()), lr=LR)
         self.backend = backend
         self.reset_caches()
@@ -176,18 +203,25 @@ class TorchStep(StepSystem):
         """Another batch (the sweep: the same model, parameters and compiled function)."""
         self.inputs = [acg.tensor(v) for v in inputs.values()]
 
+    def _wait(self) -> None:
+        if self.dev != "cpu":  # CPU tensors: nothing to wait for
+            self.torch.cuda.synchronize()
+
     def step(self) -> float:
         self.opt.zero_grad()
         start = time.perf_counter()
-        loss = self.loss_fn(*self.inputs)
+        with self.forward_ctx():
+            loss = self.loss_fn(*self.inputs)
+        self._wait()
         forward = time.perf_counter() - start
         with self._backward_ctx():
             loss.backward()
         self.opt.step()
+        self._wait()
         return forward * 1e6
 
     def grads(self) -> dict[str, np.ndarray]:
-        return {k: p.grad.detach().numpy().copy() for k, p in self.params.items()}
+        return {k: p.grad.detach().cpu().numpy().copy() for k, p in self.params.items()}
 
 
 @dataclass(frozen=True)
@@ -199,10 +233,9 @@ class SystemSpec:
 
 
 def _torch_needs(model: StepModel, device: jax.Device) -> str | None:
-    if not torch_available():
-        return "torch is not installed (pip install torch)"
-    if device.platform != "cpu":
-        return f"torch systems run on CPU only; the data is on {device.platform}"
+    why = torch_skip_reason(device)
+    if why:
+        return why
     return None if model.torch_build is not None else f"no PyTorch model for {model.name}"
 
 
@@ -215,8 +248,10 @@ SYSTEMS: dict[str, SystemSpec] = {
     "acg-compiled": SystemSpec(lambda m, d, b: AcgStep("acg-compiled", m, d)),
     "acg-compile": SystemSpec(lambda m, d, b: AcgStep("acg-compile", m, d), _compile_needs),
     "jax-floor": SystemSpec(lambda m, d, b: JaxStep(m, d)),
-    "torch-eager": SystemSpec(lambda m, d, b: TorchStep("torch-eager", m, b), _torch_needs),
-    "torch-compile": SystemSpec(lambda m, d, b: TorchStep("torch-compile", m, b), _torch_needs),
+    "torch-eager": SystemSpec(lambda m, d, b: TorchStep("torch-eager", m, b, torch_device(d)),
+                              _torch_needs),
+    "torch-compile": SystemSpec(lambda m, d, b: TorchStep("torch-compile", m, b,
+                                                          torch_device(d)), _torch_needs),
 }
 
 
@@ -252,7 +287,7 @@ class StepWorkloadResult:
         out = [f"step/{self.name}/{r.name}: {r.error}" for r in self.results.values() if r.error]
         return out + [f"step/{self.name}/{r.name}: gradients differ from {REFERENCE}: "
                       f"{r.grad_check}" for r in self.results.values()
-                      if r.grad_check not in (None, "ok", "reference")]
+                      if r.grad_check not in (None, "ok", "reference", OWN_PROCESS)]
 
 
 def _error(exc: BaseException) -> str:
@@ -262,10 +297,13 @@ def _error(exc: BaseException) -> str:
 
 
 def timed_step(system: StepSystem) -> tuple[float, float]:
-    """(whole step, forward) in microseconds."""
+    """(whole step, forward) in microseconds; a forward timed apart runs after the step,
+    outside its time."""
     start = time.perf_counter()
     forward = system.step()
-    return (time.perf_counter() - start) * 1e6, forward
+    step = (time.perf_counter() - start) * 1e6
+    apart = system.separate_forward()
+    return step, forward if apart is None else apart
 
 
 def _first_steps(systems: list[StepSystem], out: StepWorkloadResult) -> list[StepSystem]:
@@ -302,9 +340,52 @@ def _interleaved(alive: list[StepSystem], out: StepWorkloadResult, reps: int,
                 out.results[s.name].forward_us.append(forward)
 
 
+def torch_threads() -> int | None:
+    """torch's intra-op thread count in this process (None without torch)."""
+    if "torch" not in sys.modules:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            return None
+    return sys.modules["torch"].get_num_threads()
+
+
+def run_alone(workload: str, system: str, reps: int, warmup: int, smoke: bool,
+              threads: int | None) -> dict[str, Any]:
+    """``system`` on ``workload`` in a fresh process (:mod:`.step_alone`): the system's
+    JSON (``step``, ``forward``, ``first_step_us`` ...) plus ``threads``; ``error`` when
+    it failed."""
+    cmd = [sys.executable, "-m", "autograd_compile.benchmarks.step_alone", "--workload",
+           workload, "--system", system, "--reps", str(reps), "--warmup", str(warmup)]
+    cmd += (["--smoke"] if smoke else []) + (["--threads", str(threads)] if threads else [])
+    env = os.environ | ({"OMP_NUM_THREADS": str(threads)} if threads else {})
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode:
+        return {"error": f"own process failed ({proc.returncode}): {proc.stderr[-500:]}"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _run_alone(out: StepWorkloadResult, systems: tuple[str, ...], reps: int, warmup: int,
+               smoke: bool) -> None:
+    """Each of ``systems`` that ran here, again in its own process (``NAME-alone``), with
+    this process's torch thread count."""
+    for sys_name in systems:
+        here = out.results.get(sys_name)
+        if here is None or here.error or not here.step_us:
+            continue
+        doc = run_alone(out.name, sys_name, reps, warmup, smoke, torch_threads())
+        r = out.results[sys_name + ALONE_SUFFIX] = StepResult(sys_name + ALONE_SUFFIX)
+        r.error = doc.get("error")
+        r.step_us, r.forward_us = doc.get("step_samples_us", []), doc.get("forward_samples_us", [])
+        r.first_us, r.grad_check = doc.get("first_step_us"), OWN_PROCESS
+
+
 def measure_step(name: str, systems: list[str], device: jax.Device, reps: int, warmup: int,
-                 smoke: bool, torch_backend: str) -> StepWorkloadResult:
-    """Build, first-step, check, warm up and time every runnable system on ``name``."""
+                 smoke: bool, torch_backend: str,
+                 alone: tuple[str, ...] | None = None) -> StepWorkloadResult:
+    """Build, first-step, check, warm up and time every runnable system on ``name``; then
+    the ``alone`` systems again in their own processes (default: torch-eager, except
+    with ``smoke``)."""
     model = build_step(name, smoke)
     out = StepWorkloadResult(name, model.sizes)
     built = []
@@ -324,6 +405,9 @@ def measure_step(name: str, systems: list[str], device: jax.Device, reps: int, w
     _interleaved(alive, out, reps, True)
     after = acg_counters()
     out.acg_counters_timed = {k: v - before.get(k, 0) for k, v in after.items()}
+    if device.platform == "cpu":  # the threads that fight are CPU threads
+        _run_alone(out, ALONE if alone is None and not smoke else alone or (), reps, warmup,
+                   smoke)
     return out
 
 

@@ -140,16 +140,21 @@ class JaxFloor(System):
 
 
 class TorchSystem(System):
-    """PyTorch on CPU: eager ``loss.backward()`` or compiled autograd."""
+    """PyTorch on CPU, or on CUDA when the group runs on a GPU: eager ``loss.backward()``
+    or compiled autograd."""
 
-    def __init__(self, name: str, workload: Workload, backend: str) -> None:
+    def __init__(self, name: str, workload: Workload, backend: str,
+                 torch_dev: str = "cpu") -> None:
         import torch
         self.torch, self.name, self.workload = torch, name, workload
         self.compiled = name == "torch-compiled-autograd"
         self.backend = backend
         self.ops = torch_ops()
-        self.params = {k: torch.tensor(v, requires_grad=True) for k, v in workload.params.items()}
-        self.inputs = {k: torch.from_numpy(v.copy()) for k, v in workload.inputs.items()}
+        self.cuda = torch_dev != "cpu"
+        self.params = {k: torch.tensor(v, requires_grad=True, device=torch_dev)
+                       for k, v in workload.params.items()}
+        self.inputs = {k: torch.from_numpy(v.copy()).to(torch_dev)
+                       for k, v in workload.inputs.items()}
         self.log = demo.GradNormLog() if workload.post_acc_log else None
         for p in self.params.values() if self.log is not None else ():
             p.register_post_accumulate_grad_hook(self.log)
@@ -175,13 +180,19 @@ class TorchSystem(System):
         for p in self.params.values():
             p.grad = None
         self.loss = self.workload.forward(self.ops, self.params, self.inputs)
+        self._wait()  # the forward's kernels are not the backward's time
+
+    def _wait(self) -> None:
+        if self.cuda:  # CPU tensors: nothing to wait for
+            self.torch.cuda.synchronize()
 
     def backward(self) -> None:
-        with self._ctx():  # CPU tensors: nothing to wait for afterwards
+        with self._ctx():
             self.loss.backward()
+        self._wait()
 
     def grads(self) -> dict[str, np.ndarray]:
-        return {k: p.grad.detach().numpy().copy() for k, p in self.params.items()}
+        return {k: p.grad.detach().cpu().numpy().copy() for k, p in self.params.items()}
 
     def reset_caches(self) -> None:
         if self.compiled:
@@ -204,6 +215,28 @@ def torch_available() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
+def torch_device(device: jax.Device) -> str | None:
+    """Where torch runs beside JAX's ``device``: ``"cpu"``, ``"cuda"`` on a GPU when torch
+    sees CUDA, None when it cannot (see :func:`torch_skip_reason`)."""
+    if device.platform == "cpu":
+        return "cpu"
+    if device.platform == "gpu" and torch_available():
+        import torch
+        if torch.cuda.is_available():
+            return "cuda"
+    return None
+
+
+def torch_skip_reason(device: jax.Device) -> str | None:
+    """Why torch systems cannot run beside ``device`` (None: they can)."""
+    if not torch_available():
+        return "torch is not installed (pip install torch)"
+    if torch_device(device) is None:
+        return (f"torch runs on CPU, or on CUDA beside a JAX GPU; this torch has no CUDA "
+                f"and the data is on {device.platform}")
+    return None
+
+
 def plan(workload: Workload, names: list[str], device: jax.Device
          ) -> tuple[list[str], dict[str, str], dict[str, str]]:
     """Which of ``names`` run on ``workload``: (measured, skipped -> why, aliases -> system)."""
@@ -211,10 +244,8 @@ def plan(workload: Workload, names: list[str], device: jax.Device
     for name in names:
         if name == "acg-compiled-pure" and not workload.tensor_hooks:
             aliases[name] = "acg-compiled"  # no hooks: the same graph, the same program
-        elif name in TORCH_SYSTEMS and not torch_available():
-            skipped[name] = "torch is not installed (pip install torch)"
-        elif name in TORCH_SYSTEMS and device.platform != "cpu":
-            skipped[name] = f"torch systems run on CPU only; the data is on {device.platform}"
+        elif name in TORCH_SYSTEMS and torch_skip_reason(device):
+            skipped[name] = torch_skip_reason(device)
         else:
             run.append(name)
     return run, skipped, aliases
@@ -227,5 +258,5 @@ def make(name: str, workload: Workload, device: jax.Device, torch_backend: str) 
     if name == "jax-floor":
         return JaxFloor(workload, device)
     if name in TORCH_SYSTEMS:
-        return TorchSystem(name, workload, torch_backend)
+        return TorchSystem(name, workload, torch_backend, torch_device(device) or "cpu")
     raise ValueError(f"unknown system {name!r}; choose from {', '.join(ALL_SYSTEMS)}")

@@ -2,11 +2,18 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import ContextManager
 
 import pytest
 
-import autograd_compile as acg
+# warmgpu: the suite runs with the persistent compile cache off (before the import, which
+# configures it): no writes into the user's home, no results that depend on what an earlier
+# run left on disk, no lock contention between xdist workers. tests/test_compile_cache.py
+# turns it on in its own subprocesses, on temporary directories.
+os.environ["ACG_CACHE_DIR"] = ""
+
+import autograd_compile as acg  # noqa: E402
 
 EXEC_MODES = ["eager", "compiled-eager", "compiled-jax"]
 

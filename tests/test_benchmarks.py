@@ -238,3 +238,44 @@ def test_step_group_on_the_gpt_example(tmp_path: Path) -> None:
     assert rc == 0, doc["failures"]
     for system in systems[1:]:
         assert doc["step"]["workloads"]["gpt"]["systems"][system]["grad_check"] == "ok"
+
+
+# -- warmgpu: the honest floor and torch in its own process --------------------------------
+
+def test_jax_floor_step_is_the_step_program_alone() -> None:
+    cpu = jax.devices("cpu")[0]
+    s = step.JaxStep(step_models.build_step("mlp_small", smoke=True), cpu)
+    calls, forward = [], s.forward
+    s.forward = lambda *a: calls.append(1) or forward(*a)
+    s.step()
+    assert calls == []  # the timed step runs no forward of its own
+    model = step_models.build_step("mlp_small", smoke=True)
+    ref = jax.grad(lambda p: step_models.jax_loss(model)(p, model.inputs))(model.params)
+    for k, g in s.grads().items():  # and it is still the whole step: gradients of the loss
+        np.testing.assert_allclose(g, np.asarray(ref[k]), rtol=1e-5, atol=1e-6)
+    _, fwd = step.timed_step(s)
+    assert calls == [1] and fwd > 0  # the forward column comes from a separate call
+
+
+def test_torch_eager_alone_runs_in_its_own_process() -> None:
+    pytest.importorskip("torch")
+    doc = step.run_alone("mlp_small", "torch-eager", 3, 1, True, 1)
+    assert doc.get("error") is None, doc
+    assert doc["threads"] == 1 and len(doc["step_samples_us"]) == 3
+    assert all(v > 0 for v in doc["step_samples_us"])
+
+
+def test_torch_runs_beside_a_cpu_device_and_says_why_not_elsewhere() -> None:
+    from autograd_compile.benchmarks import systems
+    cpu = jax.devices("cpu")[0]
+    if systems.torch_available():
+        assert systems.torch_device(cpu) == "cpu" and systems.torch_skip_reason(cpu) is None
+    else:
+        assert "not installed" in systems.torch_skip_reason(cpu)
+
+    class FakeGpu:  # a JAX GPU beside a torch without CUDA (the CPU wheel installed here)
+        platform = "gpu"
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        assert systems.torch_device(FakeGpu()) is None
+        assert "no CUDA" in systems.torch_skip_reason(FakeGpu())
