@@ -11,6 +11,7 @@ target caught by the rank that holds it, and a few steps of SGD/Adam/AdamW with
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import sys
 from typing import Any, Callable
@@ -147,6 +148,11 @@ def reads(rank: int, world: int) -> dict:
         out["none_tolist"] = "no error"
     except RuntimeError as e:
         out["none_tolist"] = str(e)
+    try:
+        acg.save({"each": each}, io.BytesIO())
+        out["none_save"] = "no error"
+    except RuntimeError as e:
+        out["none_save"] = str(e)
     out["one_hot"] = F.one_hot(cls).sum(0).tolist()  # num_classes from the global max
     out["one_hot_ref"] = F.one_hot(cls_ref).sum(0).tolist()
     bad = rows(data["cls"], rank, world).copy()

@@ -68,6 +68,8 @@ def test_metrics_and_host_reads_across_processes(ranks):
         # a per-sample loss stays split over the processes: reading it asks to reduce first
         assert "cannot call tolist() on a tensor of shape (8,) split over 2 processes" \
             in reads["none_tolist"] and "Reduce it to one value" in reads["none_tolist"]
+        assert "cannot acg.save" in reads["none_save"], reads["none_save"]
+        assert "a tensor of shape (8,) split over 2 processes" in reads["none_save"]
 
 
 def test_a_bad_target_is_reported_by_the_rank_that_holds_it(ranks):
