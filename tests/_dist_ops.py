@@ -149,7 +149,7 @@ def reads(rank: int, world: int) -> dict:
     except RuntimeError as e:
         out["none_tolist"] = str(e)
     try:
-        acg.save({"each": each}, io.BytesIO())
+        acg.save({"each": each.detach()}, io.BytesIO())
         out["none_save"] = "no error"
     except RuntimeError as e:
         out["none_save"] = str(e)

@@ -28,6 +28,7 @@ ALL = [f"{m}/{o}" for m in ("eager", "compiled-eager", "compiled-jax")
 def _run(*train: str) -> dict[int, dict]:
     proc, _ = launch_run("--nproc", "2", "--timeout", "120", "_dist_ops.py", *train)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "[Gloo]" not in proc.stdout  # quiet by default (test_distributed_quiet.py)
     ranks = results(proc.stdout)
     assert sorted(ranks) == [0, 1]
     return ranks
