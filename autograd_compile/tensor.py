@@ -259,7 +259,7 @@ class Tensor:
         """An ``acg.device`` ("cpu", or "cuda:N" for JAX's N-th GPU)."""
         from .devices import of_jax
         devices = getattr(self._data, "devices", None)
-        return of_jax(next(iter(devices())) if devices else jax.devices()[0])
+        return of_jax(next(iter(devices())) if devices else jax.local_devices()[0])
 
     @property
     def ndim(self) -> int:

@@ -37,6 +37,8 @@ placement plus PyTorch's names.
 ``init()``, as PyTorch does; ``device_mesh().size`` counts devices.
 """
 from ._collectives import ReduceOp, all_reduce
+from ._collectives import (Work, all_gather, all_gather_into_tensor, broadcast,  # noqa: E402
+                           reduce_scatter_tensor)
 from ._placement import device_mesh, replicate, shard
 from ._runtime import (barrier, destroy_process_group, get_local_rank, get_rank,
                        get_world_size, init, init_process_group, is_available,
@@ -44,4 +46,5 @@ from ._runtime import (barrier, destroy_process_group, get_local_rank, get_rank,
 
 __all__ = ["ReduceOp", "all_reduce", "barrier", "destroy_process_group", "device_mesh",
            "get_local_rank", "get_rank", "get_world_size", "init", "init_process_group",
-           "is_available", "is_initialized", "replicate", "shard"]
+           "is_available", "is_initialized", "replicate", "shard",
+           "Work", "all_gather", "all_gather_into_tensor", "broadcast", "reduce_scatter_tensor"]
