@@ -92,3 +92,53 @@ def test_every_mode_and_optimizer_across_processes():
         for run in ALL:
             got = r["train"][run]
             assert got["params"] < TOL and got["norms"] < TOL, (rank, run, got)
+
+
+README_PRELUDE = '''
+import numpy as np
+import autograd_compile as acg
+
+
+class MyModel(acg.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = acg.nn.Sequential(acg.nn.Linear(4, 16), acg.nn.ReLU(), acg.nn.Linear(16, 3))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Points(acg.utils.data.Dataset):  # items made on demand: no tensor before dist.init()
+    def __init__(self):
+        rng = np.random.default_rng(0)
+        self.x = rng.standard_normal((256, 4)).astype(np.float32)
+        self.y = (self.x[:, 0] > 0).astype(np.int64) + (self.x[:, 1] > 1)
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return acg.tensor(self.x[i]), acg.tensor(self.y[i])
+
+
+dataset = Points()
+'''
+
+
+def test_readme_ddp_example_verbatim_on_two_processes(tmp_path):
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    start = readme.index("```python\nimport autograd_compile as acg\nimport "
+                         "autograd_compile.distributed as dist\n")
+    block = readme[start + len("```python\n"):readme.index("```", start + 10)]
+    assert "F.cross_entropy" in block or "functional.cross_entropy(model(x), dist.shard(y" \
+        in block
+    script = tmp_path / "readme_ddp.py"
+    script.write_text(README_PRELUDE + block + "print('RESULT {\"rank\": %d, \"loss\": %r}' % "
+                      "(dist.get_rank(), loss.item()))\n")
+    proc, _ = launch_run("--nproc", "2", "--timeout", "120", str(script), timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    ranks = results(proc.stdout)
+    assert sorted(ranks) == [0, 1]
+    # the last step's loss over the global batch: the same value on both ranks
+    assert ranks[0]["loss"] == ranks[1]["loss"] and 0 < ranks[0]["loss"] < 2
