@@ -217,6 +217,15 @@ class _GradientSync:
                         bump=False)
 
     def start(self) -> None:
+        """A new forward: the previous backward must have reached every parameter."""
+        if self.seen and len(self.seen) < len(self.params):
+            missing = len(self.params) - len(self.seen)
+            self.seen = set()
+            raise RuntimeError(
+                "Expected to have finished reduction in the prior iteration before starting "
+                f"a new one: {missing} parameter(s) received no gradient, so the gradients "
+                "were not averaged over the processes. Every parameter must take part in "
+                "the loss (find_unused_parameters is not supported by this DDP)")
         self.seen = set()
 
     def _accumulated(self, p: Tensor) -> None:
