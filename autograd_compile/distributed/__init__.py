@@ -35,6 +35,15 @@ placement plus PyTorch's names.
 
 ``get_rank``/``get_world_size`` count processes and raise ``ValueError`` before
 ``init()``, as PyTorch does; ``device_mesh().size`` counts devices.
+
+Every op works on a global array that spans processes: checks that read values run on
+each process's own shards (``kernels/_host.py``), and ``loss.item()`` returns the global
+value of a replicated result (a mean over the global batch) on every rank.
+
+A PyTorch program ported by the import change joins with ``init_process_group``; its
+``DistributedDataParallel`` is then PyTorch's (each process's own batch, gradients
+averaged after backward), and ``all_reduce``, ``broadcast``, ``all_gather``,
+``all_gather_into_tensor`` and ``reduce_scatter_tensor`` combine per-process tensors.
 """
 from ._collectives import ReduceOp, all_reduce
 from ._collectives import (Work, all_gather, all_gather_into_tensor, broadcast,  # noqa: E402

@@ -133,6 +133,7 @@ def all_gather(tensor_list: list, tensor: Tensor, group: Any = None,
     """``tensor_list[r]`` takes rank ``r``'s ``tensor`` (``len(tensor_list)`` = world size).
 
     >>> import autograd_compile as acg
+    >>> acg.distributed.init() if not acg.distributed.is_initialized() else None
     >>> out = [acg.zeros(2)]; acg.distributed.all_gather(out, acg.tensor([3.0, 4.0]))
     >>> out[0].tolist()
     [3.0, 4.0]
