@@ -2,7 +2,8 @@
 
 - ``ACG_LOGS``: comma-separated log channels, e.g. ``compiled_autograd`` or
   ``compiled_autograd_verbose`` (like ``TORCH_LOGS``); ``aot`` logs what ``acg.compile``
-  traces (both graphs and their guards) and why it traces again.
+  traces (both graphs and their guards) and why it traces again; ``distributed`` makes
+  the launcher show gloo's connection lines and what the other ranks print after one failed.
 - ``ACG_DEBUG``: ``1`` adds extra context to errors.
 - ``ACG_CHECK``: ``1`` runs IR checkers (``Graph.lint()``,
   ``dispatcher.check_invariants``) after every pass and registration.
@@ -33,7 +34,8 @@ LOGS: frozenset[str] = frozenset(
     s.strip() for s in os.environ.get("ACG_LOGS", "").split(",") if s.strip()
 )
 # every channel a module logs to; ACG_LOGS naming another one is a typo worth a warning
-CHANNELS = ("compiled_autograd", "compiled_autograd_verbose", "aot", "aot_verbose")
+CHANNELS = ("compiled_autograd", "compiled_autograd_verbose", "aot", "aot_verbose",
+            "distributed")  # distributed: the launcher shows every line of every rank
 
 
 def _check_channels(logs: frozenset[str]) -> None:

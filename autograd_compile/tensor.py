@@ -259,7 +259,7 @@ class Tensor:
         """An ``acg.device`` ("cpu", or "cuda:N" for JAX's N-th GPU)."""
         from .devices import of_jax
         devices = getattr(self._data, "devices", None)
-        return of_jax(next(iter(devices())) if devices else jax.devices()[0])
+        return of_jax(next(iter(devices())) if devices else jax.local_devices()[0])
 
     @property
     def ndim(self) -> int:
@@ -292,22 +292,23 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return np.asarray(self._data, dtype=dtype)
+        return np.asarray(_host_read(self._data, "convert to numpy"), dtype=dtype)
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The value as a numpy array. PyTorch refuses a tensor that requires grad ("Can't
         call numpy() on Tensor that requires grad"); we allow it for now (the suite's own
-        tests lean on it; a jax array is immutable, so the copy is safe)."""
-        return np.asarray(self._data)
+        tests lean on it; a jax array is immutable, so the copy is safe). A global tensor
+        split over processes raises unless replicated (see ``kernels/_host.py``)."""
+        return _host_read(self._data, "call numpy() on")
 
     def item(self) -> Any:
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
                                "Scalar")
-        return np.asarray(self._data).reshape(()).item()
+        return _host_read(self._data, "call item() on").reshape(()).item()
 
     def tolist(self) -> Any:
-        return np.asarray(self._data).tolist()
+        return _host_read(self._data, "call tolist() on").tolist()
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
@@ -339,7 +340,7 @@ class Tensor:
         return object.__format__(self, spec)
 
     def __repr__(self) -> str:
-        body = np.array2string(np.asarray(self._data), separator=", ", prefix="tensor(")
+        body = np.array2string(_host_read(self._data, "print"), separator=", ", prefix="tensor(")
         # as PyTorch: the dtype is shown unless it is the default float, int64 or bool
         implied = self.dtype in (_default_float(), _INT64, _BOOL)
         extra = "" if implied else f", dtype={self.dtype}"
@@ -454,3 +455,11 @@ def _keep_placement(new: Any, old: Any) -> Any:
 
 
 _dispatcher.set_tensor_type(Tensor, _backend_call)
+
+
+def _host_read(array: Any, what: str) -> np.ndarray:
+    """A user's host read of ``array``: its global value, also across processes."""
+    if getattr(array, "is_fully_addressable", True):  # the usual case (and numpy, tracers)
+        return np.asarray(array)
+    from .kernels._host import read  # kernels import this module: import late
+    return read(array, what)

@@ -12,6 +12,7 @@ import builtins
 from typing import Any, NamedTuple, Sequence
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from autograd_compile.tracing.symbolic_shapes import SymInt
@@ -28,6 +29,7 @@ from . import search as SE
 from . import sorting as O
 from .elementwise import nan_to_num as _nan_to_num_op, nan_to_num_ as _nan_to_num_op_
 from ._dtypes import BOOL, as_dtype, category, result_type
+from ._host import reduced
 from ._shapes import broadcast_shapes, shapes_equal
 from .api import _leaf, _sizes, return_types, tensor
 from .views import inplace_method
@@ -71,7 +73,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         if category(tensor.dtype) != 1:
             raise RuntimeError(f"one_hot is only applicable to index tensor of type LongTensor, "
                                f"got {tensor.dtype}")
-        num_classes = builtins.int(np.asarray(tensor).max()) + 1 if tensor.numel() else 0
+        num_classes = builtins.int(reduced(tensor._data, jnp.max)) + 1 if tensor.numel() else 0
     return I.one_hot(tensor, num_classes)
 
 

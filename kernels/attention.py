@@ -12,13 +12,13 @@ import math
 from typing import Any
 
 import jax
-import numpy as np
 
 from autograd_compile import runtime_checks
 from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import defop, reduce_grad
 from ._dtypes import BOOL, FLOAT32, category, is_float, promote
+from ._host import check_values
 from ._shapes import broadcast_shapes, shapes_equal
 from .elementwise import ne, wants
 from .factories import zeros
@@ -175,7 +175,7 @@ def _check_indices(w: Any, idx: Any, *rest: Any, **kwargs: Any) -> None:
                                  f"index {i}")
     if isinstance(idx, jax.core.Tracer):
         return runtime_checks.in_range(idx, 0, rows, error, prefer="low")
-    a = np.asarray(idx)
+    a = check_values(idx)  # a global array: this process's shards
     if a.min() < 0 or a.max() >= rows:
         raise error(a.min() if a.min() < 0 else a.max())
 

@@ -20,13 +20,13 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from autograd_compile import runtime_checks
 from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import defop, inplace, reduce_grad, scaled, wants
 from ._dtypes import category, cast, is_float
+from ._host import check_values
 from ._shapes import numel, shapes_equal, wrap_dim
 from .elementwise import eq, logical_and, where
 from .factories import ones, zeros
@@ -82,7 +82,7 @@ def _bounds(message: str, negatives: bool):
         if isinstance(index, jax.core.Tracer):
             return runtime_checks.in_range(index, low, size, lambda i: IndexError(
                 message.format(i=i, d=d, size=size)))
-        a = np.asarray(index)
+        a = check_values(index)  # a global array: this process's shards
         bad = a[(a < low) | (a >= size)]
         if bad.size:
             raise IndexError(message.format(i=int(bad[0]), d=d, size=size))

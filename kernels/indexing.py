@@ -21,6 +21,7 @@ from autograd_compile.tensor import Tensor
 
 from ._defop import NONDIFF, defop, inplace, reduce_grad
 from ._dtypes import BOOL, DEFAULT_INT, cast, category, is_float
+from ._host import check_values
 from ._shapes import (broadcast_shapes, is_tensor_like, shape_of, shapes_equal, slice_length,
                       wrap_dim)
 from .elementwise import where
@@ -201,7 +202,7 @@ def _check_bounds(x: Any, indices: list, *rest: Any) -> None:
                 runtime_checks.in_range(t, -shape[d], shape[d], _out_of_bounds(d, shape[d]),
                                         prefer="high")
             continue
-        a = np.asarray(t)
+        a = check_values(t)  # a global array: this process's shards
         bad = a.max() if a.max() >= shape[d] else a.min() if a.min() < -shape[d] else None
         if bad is not None:
             raise IndexError(f"index {bad} is out of bounds for dimension {d} with size "
@@ -299,7 +300,7 @@ def _check_index(x: Any, dim: int, index: Any, *rest: Any) -> None:
     if isinstance(index, jax.core.Tracer):
         return runtime_checks.in_range(index, -size, size, _out_of_bounds(d, size),
                                        prefer="high")
-    a = np.asarray(index)
+    a = check_values(index)  # a global array: this process's shards
     if a.min() < -size or a.max() >= size:
         bad = a.max() if a.max() >= size else a.min()
         raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
@@ -361,7 +362,7 @@ def _check_classes(x: Any, num_classes: int) -> None:
                 f"one_hot: Class values must be smaller than num_classes ({num_classes}), "
                 f"got {i}."))
         return
-    a = np.asarray(x)
+    a = check_values(x)  # a global array: this process's shards
     if a.min() < 0:
         raise RuntimeError("one_hot: Class values must be non-negative.")
     if a.max() >= num_classes:

@@ -16,6 +16,7 @@ from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import defop, reduce_grad
 from ._dtypes import promote, to_float
+from ._host import check_values
 from ._shapes import broadcast_shapes, numel, shapes_equal
 from .conv import linear_pair
 from .elementwise import ne, wants, where
@@ -95,7 +96,8 @@ def _check_probs(x: Any, *rest: Any, **kw: Any) -> None:
     """Eager only: PyTorch checks that the input holds probabilities."""
     if isinstance(x, jax.core.Tracer) or not x.size:
         return
-    if bool(jnp.any((x < 0) | (x > 1))):
+    a = check_values(x)  # a global array: this process's shards
+    if ((a < 0) | (a > 1)).any():
         raise RuntimeError("all elements of input should be between 0 and 1")
 
 

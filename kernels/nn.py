@@ -10,13 +10,13 @@ import math
 from typing import Any
 
 import jax
-import numpy as np
 
 from autograd_compile import runtime_checks
 from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import defop, reduce_grad
 from ._dtypes import FLOAT32, as_dtype, category, is_float, promote, to_float
+from ._host import check_values
 from ._shapes import broadcast_shapes, numel, shapes_equal, wrap_dim
 from .elementwise import ne, wants, where
 from .factories import zeros_like
@@ -222,7 +222,7 @@ def _check_targets(x: Any, t: Any, w: Any = None, reduction: str = "mean",
             runtime_checks.enforce(*runtime_checks.first_bad(
                 t, (t != ignore_index) & ((t < 0) | (t >= classes))), error)
         return
-    a = np.asarray(t)
+    a = check_values(t)  # a global array: this process's shards
     bad = a[(a != ignore_index) & ((a < 0) | (a >= classes))]
     if bad.size:
         raise error(bad.flat[0])

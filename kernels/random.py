@@ -26,6 +26,7 @@ from autograd_compile.tensor import Tensor, _make
 
 from ._defop import NONDIFF, defop, same_shape
 from ._dtypes import DEFAULT_INT, as_dtype, cast, is_float, to_float
+from ._host import check_values, local_parts
 from .shape import copy_
 
 DEFAULT_SEED = 67280421310721  # PyTorch's default seed
@@ -112,7 +113,7 @@ def _concrete(*arrays: Any) -> bool:
 # -- bernoulli ----------------------------------------------------------------------------------
 def _check_p(p: Any, *rest: Any, **kwargs: Any) -> None:
     if _concrete(p) and hasattr(p, "shape") and p.size:
-        a = np.asarray(p)
+        a = check_values(p)  # a global array: this process's shards
         if not (a >= 0).all() or not (a <= 1).all():
             raise RuntimeError(f"bernoulli: Expected p_in >= 0 && p_in <= 1 to be true, but got "
                                f"values in [{a.min()}, {a.max()}]")
@@ -155,7 +156,8 @@ def _check_distribution(p: Any, n: int, replacement: bool, key: Any) -> None:
     """PyTorch's checks on the values (eager only: a traced tensor has none)."""
     if not _concrete(p):
         return
-    a = np.asarray(p, np.float64).reshape(-1, p.shape[-1]) if p.ndim else np.asarray(p)
+    a = np.concatenate([q.astype(np.float64).reshape(-1, p.shape[-1] if p.ndim else 1)  # rows
+                        for q in local_parts(p)])  # a global array: its local rows
     if not np.isfinite(a).all() or (a < 0).any():
         raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or "
                            "element < 0")

@@ -16,7 +16,6 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from autograd_compile.dispatch import DISPATCHER
 from autograd_compile.errors import OpError, op_error
@@ -24,6 +23,7 @@ from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import defop, reduce_grad
 from ._dtypes import BOOL, category
+from ._host import check_values, reduced, spans_processes
 from ._shapes import numel, wrap_dim  # noqa: F401  (wrap_dim: also api_select)
 from .elementwise import logical_xor
 from .indexing import gather, slice_op
@@ -118,11 +118,11 @@ def _check_repeats(x: Any, repeats: Any, dim: int | None = None, *,
     """Eager: the values must be non-negative and add up to ``output_size``."""
     if isinstance(repeats, jax.core.Tracer) or output_size is None:
         return
-    r = np.asarray(repeats)
+    r = check_values(repeats)  # a global array: this process's shards
     if r.size and r.min() < 0:
         raise RuntimeError("repeat_interleave: repeats can not be negative")
     n = numel(x.shape) if dim is None else (x.shape[wrap_dim(dim, x.ndim)] if x.ndim else 1)
-    total = int(r.sum()) * (n if r.size == 1 else 1)
+    total = int(reduced(repeats, jnp.sum) if spans_processes(repeats) else r.sum()) * (n if r.size == 1 else 1)
     if total != output_size:
         raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {total} but got "
                            f"{output_size}")

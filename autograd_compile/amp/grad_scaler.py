@@ -313,4 +313,4 @@ class GradScaler:
 def _jax_device(t: Tensor) -> Any:
     """The jax device a tensor's array lives on."""
     devices = getattr(t._data, "devices", None)
-    return next(iter(devices())) if devices else jax.devices()[0]
+    return next(iter(devices())) if devices else jax.local_devices()[0]

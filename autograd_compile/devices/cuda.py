@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import gpu_count, to_jax
+from .model import as_device, gpu_count, to_jax
 
 
 def is_available() -> bool:
@@ -22,9 +22,9 @@ def device_count() -> int:
 
 
 def current_device() -> int:
-    """The index "cuda" means (always 0 here); RuntimeError without a GPU."""
+    """The index :func:`set_device` chose (0 by default); RuntimeError without a GPU."""
     to_jax("cuda")
-    return 0
+    return _current["index"]
 
 
 def get_device_name(device: Any = None) -> str:
@@ -56,3 +56,35 @@ def synchronize(device: Any = None) -> None:
 
 __all__ = ["is_available", "is_bf16_supported", "device_count", "current_device", "get_device_name", "manual_seed",
            "manual_seed_all", "synchronize"]
+
+
+# -- area dist2: set_device, as torchrun-style programs call it before init_process_group ----
+_current = {"index": 0}
+
+
+def set_device(device: Any) -> None:
+    """Select this process's GPU (an index, ``"cuda:N"`` or a ``device``), as
+    ``torch.cuda.set_device``; a non-CUDA device raises ``ValueError``.
+
+    DDP scripts call it before ``init_process_group``, when JAX's runtime must not start
+    yet (joining the other processes has to come first): the index is then recorded and
+    checked when a tensor is put on "cuda". Once the runtime runs it is checked at once.
+
+    >>> import autograd_compile as acg
+    >>> acg.cuda.set_device("cpu")
+    Traceback (most recent call last):
+    ValueError: Expected a cuda device, but got: cpu
+    """
+    from ..distributed._runtime import _jax_started
+    d = as_device(device)
+    if d.type != "cuda":
+        raise ValueError(f"Expected a cuda device, but got: {d}")
+    index = 0 if d.index is None else d.index
+    if index < 0:  # PyTorch: a negative index leaves the device as it is
+        return
+    if _jax_started():
+        to_jax(d)
+    _current["index"] = index
+
+
+__all__ += ["set_device"]

@@ -93,9 +93,10 @@ def _gpu_index(d: Any) -> int:
 
 @functools.cache
 def _jax_devices(platform: str) -> list:
-    """jax's devices of a platform; [] when it has none (jax raises RuntimeError then)."""
+    """This process's jax devices of a platform ("cuda:N" is the N-th GPU of this process,
+    as in PyTorch, also when several processes are joined); [] when it has none."""
     try:
-        return list(jax.devices(platform))
+        return list(jax.local_devices(backend=platform))
     except RuntimeError:
         return []
 

@@ -35,8 +35,19 @@ placement plus PyTorch's names.
 
 ``get_rank``/``get_world_size`` count processes and raise ``ValueError`` before
 ``init()``, as PyTorch does; ``device_mesh().size`` counts devices.
+
+Every op works on a global array that spans processes: checks that read values run on
+each process's own shards (``kernels/_host.py``), and ``loss.item()`` returns the global
+value of a replicated result (a mean over the global batch) on every rank.
+
+A PyTorch program ported by the import change joins with ``init_process_group``; its
+``DistributedDataParallel`` is then PyTorch's (each process's own batch, gradients
+averaged after backward), and ``all_reduce``, ``broadcast``, ``all_gather``,
+``all_gather_into_tensor`` and ``reduce_scatter_tensor`` combine per-process tensors.
 """
 from ._collectives import ReduceOp, all_reduce
+from ._collectives import (Work, all_gather, all_gather_into_tensor, broadcast,  # noqa: E402
+                           reduce_scatter_tensor)
 from ._placement import device_mesh, replicate, shard
 from ._runtime import (barrier, destroy_process_group, get_local_rank, get_rank,
                        get_world_size, init, init_process_group, is_available,
@@ -44,4 +55,5 @@ from ._runtime import (barrier, destroy_process_group, get_local_rank, get_rank,
 
 __all__ = ["ReduceOp", "all_reduce", "barrier", "destroy_process_group", "device_mesh",
            "get_local_rank", "get_rank", "get_world_size", "init", "init_process_group",
-           "is_available", "is_initialized", "replicate", "shard"]
+           "is_available", "is_initialized", "replicate", "shard",
+           "Work", "all_gather", "all_gather_into_tensor", "broadcast", "reduce_scatter_tensor"]

@@ -219,7 +219,7 @@ def destroy_process_group(group: Any = None) -> None:
     if _state["multi"]:
         jax.distributed.shutdown()
         sys.excepthook = _state.pop("excepthook", sys.excepthook)
-    _state.update(initialized=False, rank=0, world_size=1, multi=False)
+    _state.update(initialized=False, rank=0, world_size=1, multi=False, torch_style=False)
 
 
 def is_multiprocess() -> bool:
@@ -231,9 +231,18 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
                        timeout: Any = None, world_size: int = -1, rank: int = -1,
                        **kwargs: Any) -> None:
     """PyTorch's spelling of :func:`init`; ``backend`` is ignored (JAX picks gloo on CPU,
-    NCCL on GPU), ``init_method`` may be ``"tcp://host:port"`` or ``"env://"``."""
+    NCCL on GPU), ``init_method`` may be ``"tcp://host:port"`` or ``"env://"``.
+
+    A program that joins this way is a PyTorch program: ``DistributedDataParallel``
+    then works as PyTorch's (each process computes on its own batch; gradients are
+    averaged over the processes after backward) instead of one SPMD program over the
+    global batch (:func:`init` with ``acg.distributed.shard``)."""
     address = None
     if init_method and init_method.startswith("tcp://"):
         address = init_method[len("tcp://"):]
+    elif init_method and not init_method.startswith("env://"):
+        raise ValueError(f"init_process_group: init_method {init_method!r} is not supported "
+                         "(use 'env://' or 'tcp://host:port')")
     init(address, world_size if world_size >= 0 else None, rank if rank >= 0 else None,
          timeout=timeout)
+    _state["torch_style"] = True  # DistributedDataParallel then behaves as PyTorch's

@@ -4,7 +4,15 @@ Each process gets torchrun's environment (``MASTER_ADDR``, ``MASTER_PORT``,
 ``WORLD_SIZE``, ``RANK``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``), which
 :func:`autograd_compile.distributed.init` reads. Output is streamed line by line with a
 ``[rank i]`` prefix. Fail-fast: when one process exits non-zero, the others are
-terminated and the launcher exits with that code.
+terminated and the launcher exits with that code, naming the rank that failed first and
+its exception.
+
+Quiet by default: gloo's "Rank N is connected to M peer ranks" lines (printed by the
+C++ collectives library of every process, with no switch of its own) are dropped, and
+once a rank has failed, what the other ranks print afterwards is held back: it is the
+consequence (the C++ runtime's log and stack of a process whose peer died, a collective
+that failed because a peer is gone), not the cause. ``ACG_LOGS=distributed`` shows
+everything. A script run without the launcher prints all of it.
 
 Multi-host: run the same command on every host with the first host's address::
 
@@ -16,7 +24,10 @@ Multi-host: run the same command on every host with the first host's address::
 from __future__ import annotations
 
 import argparse
+import collections
 import os
+import queue
+import re
 import signal
 import socket
 import subprocess
@@ -26,6 +37,10 @@ import time
 from typing import IO
 
 GRACE_SECONDS = 5.0  # after SIGTERM, before SIGKILL
+HOLD_SECONDS = 0.3  # a rank's stderr line waits this long: has a peer died just before?
+# gloo's connection report, printed to stdout by every process for every communicator
+_GLOO_CONNECTED = re.compile(r"^\[Gloo\] Rank \d+ is connected to \d+ peer ranks\. "
+                             r"Expected number of connected peer ranks is : \d+\s*$")
 _PR_SET_PDEATHSIG = 1  # linux prctl: the kernel signals a child when its parent dies
 
 
@@ -97,19 +112,94 @@ def child_env(ns: argparse.Namespace, local_rank: int, host: str, port: str) -> 
     return env
 
 
-def _pump(stream: IO[str], prefix: str, out: IO[str], lock: threading.Lock) -> None:
-    """Copy lines from a child to our stream, each with its rank prefix."""
-    for line in iter(stream.readline, ""):
-        with lock:
-            out.write(prefix + line)
+class Output:
+    """Where the workers' lines go: prefixed with their rank, gloo's connection lines
+    dropped, and after the first failure the other ranks' lines held back (unless
+    ``verbose``). Remembers each rank's last stderr lines to name the first failure."""
+
+    def __init__(self, verbose: bool) -> None:
+        self.verbose = verbose
+        self.lock = threading.Lock()
+        self.first: tuple[int, int, float] | None = None  # rank, exit code, time
+        self.hidden: collections.Counter = collections.Counter()
+        self.tail: dict[int, collections.deque] = collections.defaultdict(
+            lambda: collections.deque(maxlen=200))
+
+    def failed(self, rank: int, code: int, when: float) -> None:
+        with self.lock:
+            if self.first is None:
+                self.first = (rank, code, when)
+
+    def write(self, rank: int, line: str, out: IO[str], when: float, err: bool) -> None:
+        if not self.verbose and _GLOO_CONNECTED.match(line):
+            return
+        with self.lock:
+            first = self.first
+            # a line that came after a peer died is that death's echo
+            if not self.verbose and first is not None and first[0] != rank and \
+                    when >= first[2] - 0.05:
+                self.hidden[rank] += 1
+                return
+            if err:
+                self.tail[rank].append(line.rstrip("\n"))
+            out.write(f"[rank {rank}] {line}")
             out.flush()
+
+    def summary(self) -> str | None:
+        """One line naming the rank that failed first, how, and its exception."""
+        if self.first is None:
+            return None
+        rank, code, _ = self.first
+        how = f"killed by {signal.Signals(-code).name}" if code < 0 and -code in \
+            signal.valid_signals() else f"exit code {code}"
+        error = _last_exception(list(self.tail[rank]))
+        text = f"[launcher] rank {rank} failed first ({how})"
+        text += f": {error} (its traceback is above)" if error else ""
+        if self.hidden:
+            ranks = ", ".join(str(r) for r in sorted(self.hidden))
+            text += (f"; the output of rank {ranks} after that is hidden "
+                     "(ACG_LOGS=distributed shows it)")
+        return text
+
+
+def _last_exception(lines: list[str]) -> str | None:
+    """The exception line of the last Python traceback among ``lines``."""
+    starts = [i for i, ln in enumerate(lines) if ln.startswith("Traceback (most recent call")]
+    if not starts:
+        return None
+    body = [ln for ln in lines[starts[-1] + 1:] if ln and not ln[0].isspace()]
+    return body[0] if body else None  # the frames are indented; the exception is not
+
+
+def _pump(stream: IO[str], rank: int, out: IO[str], output: Output, err: bool) -> None:
+    """Copy lines from a child to our stream; stderr lines wait ``HOLD_SECONDS`` (in a
+    second thread, so a burst is not delayed line by line) so that a failure of another
+    rank just before them is known when they are written."""
+    if not err:
+        for line in iter(stream.readline, ""):
+            output.write(rank, line, out, time.monotonic(), err)
+        stream.close()
+        return
+    lines: queue.Queue = queue.Queue()
+
+    def writer() -> None:
+        while (item := lines.get()) is not None:
+            line, when = item
+            time.sleep(max(0.0, when + HOLD_SECONDS - time.monotonic()))
+            output.write(rank, line, out, when, err)
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    for line in iter(stream.readline, ""):
+        lines.put((line, time.monotonic()))
     stream.close()
+    lines.put(None)
+    thread.join()
 
 
-def start(ns: argparse.Namespace) -> list[tuple[int, subprocess.Popen, list[threading.Thread]]]:
+def start(ns: argparse.Namespace, output: Output
+          ) -> list[tuple[int, subprocess.Popen, list[threading.Thread]]]:
     host, port = (ns.coordinator.rsplit(":", 1) if ns.coordinator
                   else ("127.0.0.1", str(free_port())))
-    lock = threading.Lock()
     procs = []
     die_with_parent = _die_with_parent_fn()
     for local in range(ns.nproc):
@@ -118,8 +208,9 @@ def start(ns: argparse.Namespace) -> list[tuple[int, subprocess.Popen, list[thre
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=child_env(ns, local, host, port),
                                 preexec_fn=die_with_parent)
-        pumps = [threading.Thread(target=_pump, args=(s, f"[rank {rank}] ", o, lock), daemon=True)
-                 for s, o in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr))]
+        pumps = [threading.Thread(target=_pump, args=(s, rank, o, output, err), daemon=True)
+                 for s, o, err in ((proc.stdout, sys.stdout, False),
+                                   (proc.stderr, sys.stderr, True))]
         for t in pumps:
             t.start()
         procs.append((rank, proc, pumps))
@@ -140,33 +231,52 @@ def stop(procs: list) -> None:
             proc.wait()
 
 
-def supervise(procs: list) -> int:
+def _watch(procs: list, output: Output) -> queue.Queue:
+    """A thread per process records the moment it exits (and the first failure)."""
+    exits: queue.Queue = queue.Queue()
+
+    def wait(rank: int, proc: subprocess.Popen) -> None:
+        code = proc.wait()
+        when = time.monotonic()
+        if code != 0:
+            output.failed(rank, code, when)
+        exits.put((rank, code))
+    for rank, proc, _ in procs:
+        threading.Thread(target=wait, args=(rank, proc), daemon=True).start()
+    return exits
+
+
+def supervise(procs: list, output: Output) -> int:
     """Wait for every process; the first failure stops the rest (fail-fast)."""
-    live = list(procs)
+    live = {item[0]: item for item in procs}
+    exits = _watch(procs, output)
     while live:
-        for item in list(live):
-            rank, proc, _ = item
-            code = proc.poll()
-            if code is None:
-                continue
-            live.remove(item)
-            if code != 0:
-                print(f"[launcher] rank {rank} exited with code {code}; stopping the other "
-                      f"{len(live)} process(es)", file=sys.stderr, flush=True)
-                stop(live)
-                return code if code > 0 else 128 - code  # killed by signal -s: 128 + s
-        time.sleep(0.05)
+        try:
+            rank, code = exits.get(timeout=0.1)  # a timeout: signals reach the main thread
+        except queue.Empty:
+            continue
+        live.pop(rank, None)
+        if code != 0:
+            print(f"[launcher] rank {rank} exited with code {code}; stopping the other "
+                  f"{len(live)} process(es)", file=sys.stderr, flush=True)
+            stop(list(live.values()))
+            first = output.first[1] if output.first else code
+            return first if first > 0 else 128 - first  # killed by signal -s: 128 + s
     return 0
 
 
 def main(argv: list[str]) -> int:
     """Entry point of ``python -m autograd_compile launch``; returns the exit code."""
     ns = parse_args(argv)
+    from ..config import log_enabled
+    output = Output(verbose=log_enabled("distributed"))
     previous = {s: signal.signal(s, _raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP)}
     procs: list = []
+    summary = None
     try:
-        procs = start(ns)
-        code = supervise(procs)
+        procs = start(ns, output)
+        code = supervise(procs, output)
+        summary = code and output.summary  # a worker failed (not the launcher stopped)
     except KeyboardInterrupt:
         stop(procs)
         code = 130
@@ -181,4 +291,7 @@ def main(argv: list[str]) -> int:
     for _, _, pumps in procs:
         for t in pumps:
             t.join(timeout=2.0)
+    text = summary() if summary else None
+    if text:
+        print(text, file=sys.stderr, flush=True)
     return code

@@ -181,7 +181,7 @@ def _call_placement(fn: Callable) -> Callable[[np.ndarray, str], jax.Array]:
     def place(a: np.ndarray, loc: str) -> jax.Array:
         if not two:
             return jax.numpy.asarray(fn(jax.numpy.asarray(a)))
-        out = fn(_make(jax.device_put(a, jax.devices("cpu")[0])), loc)
+        out = fn(_make(jax.device_put(a, jax.local_devices(backend="cpu")[0])), loc)
         if out is None:
             return jax.device_put(a, _device(loc))
         return out._data if isinstance(out, Tensor) else jax.numpy.asarray(out)
@@ -192,10 +192,10 @@ def _device(location: str) -> jax.Device:
     """The jax device of a PyTorch location string ("cpu", "cuda", "cuda:1")."""
     kind, _, index = location.partition(":")
     if kind == "cpu":
-        return jax.devices("cpu")[0]
+        return jax.local_devices(backend="cpu")[0]  # this process's
     if kind == "cuda":
         try:
-            gpus = jax.devices("gpu")
+            gpus = jax.local_devices(backend="gpu")
         except RuntimeError:
             gpus = []
         if not gpus:

@@ -26,7 +26,9 @@ def dumps(obj: Any) -> bytes:
                                             for k, v in obj.items()):
         raise TypeError("acg.save: a .safetensors file holds a flat dict of str -> tensor "
                         "(a state_dict)")
-    return _lib().save({k: np.ascontiguousarray(np.asarray(v._data)) for k, v in obj.items()})
+    from ..kernels._host import read  # a global tensor: its replicated value, or a clear error
+    return _lib().save({k: np.ascontiguousarray(read(v._data, f"acg.save ({k!r})"))
+                        for k, v in obj.items()})
 
 
 def loads(raw: bytes, place: Callable[[np.ndarray, str], Any]) -> dict:

@@ -330,8 +330,12 @@ class TorchZipWriter(PickleWriter):
         if t.requires_grad and t.grad_fn is not None:
             raise RuntimeError(f"acg.save: cannot save a non-leaf tensor that requires grad at "
                                f"{where or 'the top'} (as torch.save: detach() it first)")
-        try:
-            array = np.asarray(t._data)
+        from ..kernels._host import read, spans_processes
+        try:  # a global tensor split over processes: a clear error (replicated: its value)
+            array = read(t._data, f"acg.save (at {where or 'the top'})") \
+                if spans_processes(t._data) else np.asarray(t._data)
+        except RuntimeError:
+            raise
         except Exception as e:  # a tracer or fake: no value to save
             raise TypeError(f"acg.save: the tensor at {where or 'the top'} has no value "
                             f"({type(t._data).__name__})") from e

@@ -22,6 +22,7 @@ from ...distributed._placement import device_mesh, is_placed_on, place_many, sha
 from ...tensor import Tensor
 from ..modules import Module
 from ...distributed._ops import constrain, register_sharding
+from ...distributed import _runtime
 
 
 class DistributedDataParallel(Module):
@@ -54,7 +55,7 @@ class DistributedDataParallel(Module):
                  output_device: Any = None, dim: int = 0, broadcast_buffers: bool = True,
                  process_group: Any = None, bucket_cap_mb: Any = None,
                  find_unused_parameters: bool = False, gradient_as_bucket_view: bool = False,
-                 static_graph: bool = False) -> None:
+                 static_graph: bool = False, spmd: bool | None = None) -> None:
         super().__init__()
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: expected an nn.Module, got "
@@ -62,12 +63,19 @@ class DistributedDataParallel(Module):
         if isinstance(mesh, (list, tuple)):  # PyTorch's positional device_ids
             mesh = None
         self.module = module
+        if spmd is None:  # joined by PyTorch's init_process_group: PyTorch's DDP
+            spmd = not (_runtime.is_initialized() and _runtime._state.get("torch_style"))
+        object.__setattr__(self, "spmd", bool(spmd))
         object.__setattr__(self, "mesh", mesh if mesh is not None else device_mesh())
         object.__setattr__(self, "dim", dim)
         object.__setattr__(self, "shard_parameters", bool(shard_parameters))
         object.__setattr__(self, "_hook_handles", [])
         params, buffers = list(module.named_parameters()), list(_named_buffers(module))
         _check_same_model(params + buffers)
+        if not self.spmd:
+            object.__setattr__(self, "_sync", _GradientSync([p for _, p in params]))
+            self._sync.broadcast([t for _, t in params + buffers])
+            return
         self._place(params, buffers)
 
     # -- placement -------------------------------------------------------------------
@@ -97,6 +105,9 @@ class DistributedDataParallel(Module):
 
     # -- forward -----------------------------------------------------------------------
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        if not self.spmd:  # PyTorch's DDP: this process's batch, gradients averaged after
+            self._sync.start()
+            return self.module(*inputs, **kwargs)
         inputs = tuple(self._to_mesh(x) for x in inputs)
         kwargs = {k: self._to_mesh(v) for k, v in kwargs.items()}
         return self.module(*inputs, **kwargs)
@@ -112,9 +123,17 @@ class DistributedDataParallel(Module):
 
     @contextlib.contextmanager
     def no_sync(self) -> Iterator[None]:
-        """PyTorch's gradient-accumulation context; gradients here are global values,
-        so accumulating them without a sync needs nothing special."""
-        yield
+        """PyTorch's gradient-accumulation context. SPMD: gradients are global values,
+        so accumulating them without a sync needs nothing special; PyTorch-style: the
+        backward passes inside leave gradients local, the next one outside averages all."""
+        if self.spmd:
+            yield
+            return
+        self._sync.enabled = False
+        try:
+            yield
+        finally:
+            self._sync.enabled = True
 
     def parameters_bytes_per_device(self) -> int:
         """Bytes the parameters take on the first device of the mesh."""
@@ -173,3 +192,58 @@ def _check_same_model(named: list[tuple[str, Tensor]]) -> None:
                 raise RuntimeError(f"DistributedDataParallel: parameter {name!r} has shape "
                                    f"{theirs} on rank {rank} but {ours} on rank 0; every rank "
                                    "must construct the same model")
+
+
+class _GradientSync:
+    """PyTorch's DDP for programs joined with ``init_process_group``: each process runs
+    the model on its own batch; when a backward has accumulated the gradient of every
+    parameter, they are averaged over the processes (one all-gather of all of them), so
+    each process steps with the gradient of the mean loss over the global batch."""
+
+    def __init__(self, params: list[Tensor]) -> None:
+        self.params = [p for p in params if p.requires_grad]
+        self.enabled, self.seen = True, set()
+        for p in self.params:
+            p.register_post_accumulate_grad_hook(self._accumulated)
+
+    def broadcast(self, tensors: list[Tensor]) -> None:
+        """Rank 0's values of parameters and buffers on every process (local arrays)."""
+        if jax.process_count() == 1 or not tensors:
+            return
+        from jax.experimental import multihost_utils
+        values = multihost_utils.broadcast_one_to_all([np.asarray(t._data) for t in tensors])
+        for t, v in zip(tensors, values):
+            t._set_data(jax.device_put(np.asarray(v), next(iter(t._data.devices()))),
+                        bump=False)
+
+    def start(self) -> None:
+        """A new forward: the previous backward must have reached every parameter."""
+        if self.seen and len(self.seen) < len(self.params):
+            missing = len(self.params) - len(self.seen)
+            self.seen = set()
+            raise RuntimeError(
+                "Expected to have finished reduction in the prior iteration before starting "
+                f"a new one: {missing} parameter(s) received no gradient, so the gradients "
+                "were not averaged over the processes. Every parameter must take part in "
+                "the loss (find_unused_parameters is not supported by this DDP)")
+        self.seen = set()
+
+    def _accumulated(self, p: Tensor) -> None:
+        self.seen.add(id(p))
+        if self.enabled and len(self.seen) == len(self.params):
+            self.seen = set()
+            self.average()
+
+    def average(self) -> None:
+        """Every parameter's gradient replaced by its mean over the processes."""
+        if jax.process_count() == 1:
+            return
+        from jax.experimental import multihost_utils
+        grads = [np.asarray(p.grad._data) for p in self.params]
+        flat = np.concatenate([g.reshape(-1).astype(np.float64) for g in grads])
+        mean = np.asarray(multihost_utils.process_allgather(flat, tiled=False)).mean(0)
+        start = 0
+        for p, g in zip(self.params, grads):
+            part = mean[start:start + g.size].reshape(g.shape).astype(g.dtype)
+            start += g.size
+            p.grad._set_data(jax.device_put(part, next(iter(p.grad._data.devices()))))
