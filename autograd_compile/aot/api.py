@@ -62,7 +62,8 @@ class CompiledFunction:
             (lambda: [v for v in _referenced(fn) if isinstance(v, Module)])
         self._modules = ModuleState(roots)
         # a training step (it reaches an optimizer or calls backward): one program per step
-        self._whole = WholeStep(self, _referenced, CACHE_SIZE_LIMIT, Unsupported) if module is None and \
+        self._whole = WholeStep(self, _referenced, CACHE_SIZE_LIMIT, Unsupported,
+                                ModuleState) if module is None and \
             wants_whole_step(fn, _referenced(fn)) else None
         _LIVE.add(self)
 

@@ -69,6 +69,7 @@ _TRACING = threading.local()
 
 def wants_whole_step(fn: Callable, referenced: list[Any]) -> bool:
     """A function that reaches an optimizer, or calls ``backward`` itself, is a step."""
+    referenced = referenced + list(getattr(fn, "__defaults__", None) or ())
     if any(isinstance(v, (Optimizer, LRScheduler)) for v in referenced):
         return True
     return "backward" in _names(getattr(fn, "__code__", None))
@@ -95,31 +96,34 @@ class _Entry:
 class _View:
     """What one call reads: the tensors, grads, optimizer state and hyperparameters."""
 
-    def __init__(self, modules: list[Module], referenced: list[Any]) -> None:
-        self.opts = [v for v in referenced if isinstance(v, Optimizer)]
-        seen: set[int] = set()
-        tensors: list[Tensor] = []
-        for m in modules:
-            for t in list(m.parameters()) + list(m.buffers()):
-                if id(t) not in seen:
-                    seen.add(id(t))
-                    tensors.append(t)
-        for o in self.opts:
+    def __init__(self, modules: list[Module], module_tensors: list[Tensor], opts: list,
+                 lifted: list[Tensor]) -> None:
+        self.opts, self.modules = opts, modules
+        tensors = list(module_tensors)
+        seen = {id(t) for t in tensors}
+        for o in opts:
             for g in o.param_groups:
                 for p in g["params"]:
                     if id(p) not in seen:
                         seen.add(id(p))
                         tensors.append(p)
         self.tensors = tensors
-        self.modules = modules
+        # tensors read from the closure, globals or defaults: inputs, never donated
+        self.lifted = [t for t in lifted if id(t) not in seen]
         # optimizer state: (opt index, parameter, key, tensor)
-        self.state = [(i, p, k, v) for i, o in enumerate(self.opts) for g in o.param_groups
+        self.state = [(i, p, k, v) for i, o in enumerate(opts) for g in o.param_groups
                       for p in g["params"] for k, v in o.state.get(p, {}).items()]
         for _, p, k, v in self.state:
             if not isinstance(v, Tensor):
                 raise NotTraceable(f"optimizer state {k!r} is a {type(v).__name__}, not a tensor")
         self.hypers = [[{n: _as_floats(g[n]) for n in type(o)._hyper} for g in o.param_groups]
-                       for o in self.opts]
+                       for o in opts]
+
+    def again(self) -> "_View":
+        """The same view re-read (after a scheduler changed the hyperparameters)."""
+        v = _View(self.modules, [], self.opts, self.lifted)
+        v.tensors = self.tensors
+        return v
 
     def signature(self, leaves: list[Tensor], spec: tuple) -> tuple:
         grads = tuple([None if t._grad is None else (t._grad.shape, t._grad.dtype)
@@ -127,6 +131,7 @@ class _View:
         return (TLS.grad_enabled, tuple([m.training for m in self.modules]), spec,
                 tuple([(t.shape, t.dtype, t._requires_grad) for t in leaves]),
                 tuple([(id(t), t.shape, t.dtype, t._requires_grad) for t in self.tensors]),
+                tuple([(t.shape, t.dtype, t._requires_grad) for t in self.lifted]),
                 grads, tuple([(i, id(p), k, v.shape, v.dtype) for i, p, k, v in self.state]),
                 tuple([tuple([o._static(g) for g in o.param_groups]) for o in self.opts]),
                 tuple([tuple([tuple([(n, type(v), len(v) if isinstance(v, tuple) else 0)
@@ -136,27 +141,27 @@ class _View:
     def inputs(self, leaves: list[Tensor], key: Any) -> tuple:
         return ([t._data for t in leaves], [t._data for t in self.tensors],
                 [t._grad._data for t in self.tensors if t._grad is not None],
-                [v._data for *_, v in self.state], self.hypers, key)
+                [v._data for *_, v in self.state], self.hypers, key,
+                [t._data for t in self.lifted])
 
 
 class WholeStep:
     """``acg.compile`` of a training step: traces keyed by guards, each one program."""
 
     def __init__(self, owner: Any, referenced: Callable[[Callable], list], limit: int,
-                 unsupported: type[Exception]) -> None:
+                 unsupported: type[Exception], module_state: Callable) -> None:
         self.owner = owner  # the CompiledFunction (its fn, modules, fullgraph, logging)
         self.referenced, self.limit, self.unsupported = referenced, limit, unsupported
         self.entries: list[_Entry] = []
+        self.modules = module_state(lambda: [])
 
     def __call__(self, args: tuple, kwargs: dict) -> Any:
         owner, limit = self.owner, self.limit
         leaves, spec = flatten((args, kwargs), keyed=False)
         if any(not isinstance(t, Tensor) for t in leaves):
             leaves = [t for t in leaves if isinstance(t, Tensor)]
-        referenced = self.referenced(owner._fn)
         try:
-            view = _View(owner._modules.modules if owner._modules.tensors() is not None else [],
-                         referenced)
+            view = self._view(args, kwargs)
             sig = view.signature(leaves, spec)
         except NotTraceable as e:
             return self._eager(str(e), args, kwargs)
@@ -178,6 +183,26 @@ class WholeStep:
             return self._eager(str(e), args, kwargs)
         self.entries.insert(0, entry)
         return out
+
+    def _view(self, args: tuple, kwargs: dict) -> _View:
+        """The modules, optimizers and tensors the step reaches: its closure, the globals it
+        names, its defaults and its (non-tensor) arguments."""
+        fn = self.owner._fn
+        found = self.referenced(fn) + list(getattr(fn, "__defaults__", None) or ()) + \
+            list((getattr(fn, "__kwdefaults__", None) or {}).values()) + \
+            _objects(args) + _objects(tuple(kwargs.values()))
+        mods, opts, lifted = [], [], []
+        for v in found:
+            if isinstance(v, Module):
+                mods.append(v)
+            elif isinstance(v, Optimizer) and all(v is not o for o in opts):
+                opts.append(v)
+            elif isinstance(v, Tensor) and all(v is not t for t in lifted):
+                lifted.append(v)
+        ms = self.modules
+        ms.roots = lambda: mods
+        module_tensors = ms.tensors()
+        return _View(ms.modules, module_tensors, opts, lifted)
 
     def _eager(self, why: str, args: tuple, kwargs: dict) -> Any:
         owner = self.owner
@@ -203,9 +228,13 @@ class WholeStep:
         for s in meta["before"]:  # a scheduler stepped before opt.step(): the step reads it
             LRScheduler.step(s)
         if meta["before"]:
-            view = _View(view.modules, [*view.opts])
+            view = view.again()
         outs = entry.program(*view.inputs(leaves, _key(meta["keys"])))
-        res, datas, grads, states = outs
+        res, datas, grads, states, lifted = outs
+        for t, a, changed in zip(view.lifted, lifted, meta["lifted"]):
+            if changed:
+                t._data = a
+                t._version += 1
         for t, a, changed in zip(view.tensors, datas, meta["mutated"]):
             t._data = a
             if changed:
@@ -257,6 +286,19 @@ class _ConstGuard(DispatchMode):
         return func(*args, **kwargs)
 
 
+def _objects(values: tuple) -> list[Any]:
+    """Modules, optimizers and schedulers passed as arguments (in lists, tuples, dicts)."""
+    out: list[Any] = []
+    for v in values:
+        if isinstance(v, (Module, Optimizer, LRScheduler)):
+            out.append(v)
+        elif type(v) in (list, tuple):
+            out += _objects(tuple(v))
+        elif type(v) is dict:
+            out += _objects(tuple(v.values()))
+    return out
+
+
 def _tensors(values: tuple) -> list[Tensor]:
     out = []
     for v in values:
@@ -272,16 +314,16 @@ def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry) -> Callable:
     tensors, opts, state = view.tensors, view.opts, view.state
 
     def body(arg_arrays: list, datas: list, grads: list, states: list, hypers: list,
-             key: Any) -> tuple:
+             key: Any, lifted: list) -> tuple:
         if getattr(_TRACING, "active", False):
             raise NotTraceable("a compiled training step calls another one")
         leaves = [_make(a) for a in arg_arrays]
         args, kwargs = unflatten(spec, iter(leaves))
         events: list[tuple[str, Any]] = []
         draws = [0]
-        with _swapped(view, datas, grads, states, hypers, events, key, draws) as snap:
+        with _swapped(view, datas, grads, states, hypers, events, key, draws, lifted) as snap:
             _check_hooks(view)
-            known = {id(t) for t in tensors} | {id(t) for t in leaves} | \
+            known = {id(t) for t in tensors + view.lifted} | {id(t) for t in leaves} | \
                 {id(v) for *_, v in state} | \
                 {id(t._grad) for t in tensors if t._grad is not None}
             with _ConstGuard(entry.consts, known):
@@ -312,19 +354,22 @@ def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry) -> Callable:
                 mutated=[a is not d for a, d in zip(new_datas, datas)],
                 state=[(i, p, k) for i, p, k, _ in new_state],
                 before=before, after=after, keys=draws[0])
-            return (res, new_datas, new_grads, [v._data for *_, v in new_state])
+            new_lifted = [t._data for t in view.lifted]
+            entry.meta["lifted"] = [a is not d for a, d in zip(new_lifted, lifted)]
+            return (res, new_datas, new_grads, [v._data for *_, v in new_state], new_lifted)
 
     return body
 
 
 @contextlib.contextmanager
 def _swapped(view: _View, datas: list, grads: list, states: list, hypers: list,
-             events: list, key: Any, draws: list) -> Iterator[dict]:
+             events: list, key: Any, draws: list, lifted: list) -> Iterator[dict]:
     """Install the tracers into the real objects for the trace; put everything back."""
     from ..kernels import random as krandom
     tensors, opts = view.tensors, view.opts
     snap = {
-        "t": [(t, t._data, t._grad, t._version, t._acc_ref, t.grad_fn) for t in tensors],
+        "t": [(t, t._data, t._grad, t._version, t._acc_ref, t.grad_fn)
+              for t in tensors + view.lifted],
         "g": [(t._grad, t._grad._data) for t in tensors if t._grad is not None],
         "s": [(v, v._data) for *_, v in view.state],
         "opt": [(o, {p: dict(d) for p, d in o.state.items()}, [dict(g) for g in o.param_groups])
@@ -338,6 +383,8 @@ def _swapped(view: _View, datas: list, grads: list, states: list, hypers: list,
             t._grad = _make(next(git))  # a fresh tensor: the real grad object is untouched
     for (*_, v), d in zip(view.state, states):
         v._data = d
+    for t, d in zip(view.lifted, lifted):
+        t._data = d
     orig_step, orig_sched, orig_key = Optimizer.step, LRScheduler.step, krandom.Generator.next_key
     hyper_of = {id(o): h for o, h in zip(opts, hypers)}
 
