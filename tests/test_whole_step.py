@@ -17,6 +17,7 @@ import autograd_compile.nn as nn
 from autograd_compile.aot import Unsupported, counters
 
 TOL = 1e-6
+LONG = [10, pytest.param(50, marks=pytest.mark.slow)]  # steps: the 50-step runs are slow
 
 
 def _mlp() -> nn.Module:
@@ -105,8 +106,10 @@ def test_sgd_momentum_weight_decay_mlp() -> None:
                                            weight_decay=1e-3), _classes((6,)), 50)
 
 
-def test_adam_cnn() -> None:
-    _compare(_cnn, lambda m: acg.optim.Adam(m.parameters(), lr=1e-3), _classes((1, 8, 8)), 50)
+@pytest.mark.parametrize("steps", LONG)
+def test_adam_cnn(steps: int) -> None:
+    _compare(_cnn, lambda m: acg.optim.Adam(m.parameters(), lr=1e-3), _classes((1, 8, 8)),
+             steps)
 
 
 def test_adamw_cosine_clip_mlp() -> None:
@@ -142,10 +145,11 @@ def _gpt_setup() -> tuple:
     return (lambda: GPT(cfg)), (lambda i: batches[i % 3]), (lambda m, x, y: m(x, y)[1])
 
 
-def test_gpt_example_sgd_cosine_clip() -> None:
+@pytest.mark.parametrize("steps", LONG)
+def test_gpt_example_sgd_cosine_clip(steps: int) -> None:
     model, data, loss = _gpt_setup()
     _compare(model, lambda m: acg.optim.SGD(m.parameters(), lr=0.05, momentum=0.9,
-                                            weight_decay=1e-4), data, 50,
+                                            weight_decay=1e-4), data, steps,
              sched_fn=lambda o: acg.optim.lr_scheduler.CosineAnnealingLR(o, T_max=50,
                                                                        eta_min=5e-3),
              clip=1.0, loss_fn=loss)

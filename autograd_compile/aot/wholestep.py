@@ -141,7 +141,7 @@ class _View:
     def inputs(self, leaves: list[Tensor], key: Any) -> tuple:
         return ([t._data for t in leaves], [t._data for t in self.tensors],
                 [t._grad._data for t in self.tensors if t._grad is not None],
-                [v._data for *_, v in self.state], self.hypers, key,
+                [v._data for *_, v in self.state], _scalars(self.hypers), key,
                 [t._data for t in self.lifted])
 
 
@@ -222,14 +222,15 @@ class WholeStep:
                 raise
             except Exception as e:  # noqa: BLE001 - reported with the reason, then eager
                 raise NotTraceable(_describe(e)) from e
-            entry.program = lowered.compile()
+            entry.program = (entry.program, lowered.compile())
             counters["compiles"] += 1
         meta = entry.meta
         for s in meta["before"]:  # a scheduler stepped before opt.step(): the step reads it
             LRScheduler.step(s)
         if meta["before"]:
             view = view.again()
-        outs = entry.program(*view.inputs(leaves, _key(meta["keys"])))
+        jitted, compiled = entry.program
+        outs = (compiled if first else jitted)(*view.inputs(leaves, _key(meta["keys"])))
         res, datas, grads, states, lifted = outs
         for t, a, changed in zip(view.lifted, lifted, meta["lifted"]):
             if changed:
@@ -262,9 +263,27 @@ class WholeStep:
         return unflatten(meta["out_spec"], iter([_make(a) for a in res]))
 
 
+_NO_KEY: list = []
+_SCALARS: dict = {}
+
+
+def _scalars(hypers: list) -> list:
+    """The hyperparameters as device scalars (weakly typed, as the optimizer makes them),
+    re-made only when a value changes: jit would convert each float at every call."""
+    raw = repr(hypers)
+    hit = _SCALARS.get(raw)
+    if hit is None:
+        if len(_SCALARS) > 64:
+            _SCALARS.clear()
+        hit = _SCALARS[raw] = jax.tree_util.tree_map(jnp.asarray, hypers)
+    return hit
+
+
 def _key(n: int) -> Any:
-    if not n:
-        return jnp.zeros((2,), jnp.uint32)
+    if not n:  # the program draws nothing: any key (one array, made once)
+        if not _NO_KEY:
+            _NO_KEY.append(jnp.zeros((2,), jnp.uint32))
+        return _NO_KEY[0]
     from ..kernels.random import default_generator
     return default_generator.next_key()._data
 
