@@ -336,3 +336,57 @@ def test_dropout_draws_fresh_keys() -> None:
     x = acg.ones(2, 4)
     a, b = step(x).numpy(), step(x).numpy()
     assert not np.array_equal(a == 0, b == 0)
+
+
+def test_grad_scaler_step_runs_eagerly_with_reason(caplog: pytest.LogCaptureFixture) -> None:
+    """GradScaler.step reads found_inf with .item() (a Python branch): not traced yet, so
+    the call runs eagerly, exactly, logged once with the exception and the line."""
+    def run(compiled: bool):
+        acg.manual_seed(0)
+        m = _mlp()
+        opt = acg.optim.SGD(m.parameters(), lr=0.1)
+        scaler = acg.amp.GradScaler("cpu", init_scale=4.0)
+
+        def step(x, y):
+            scaler.scale(nn.functional.cross_entropy(m(x), y)).backward()
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+        fn = acg.compile(step) if compiled else step
+        data = _classes((6,))
+        for i in range(3):
+            fn(*data(i))
+        return [p.numpy() for p in m.parameters()]
+    acg.aot.reset()
+    with caplog.at_level(logging.WARNING, logger="autograd_compile"):
+        got = run(True)
+    for a, b in zip(run(False), got):
+        np.testing.assert_allclose(a, b, atol=TOL)
+    msgs = [r.getMessage() for r in caplog.records if "eagerly" in r.getMessage()]
+    assert len(msgs) == 1 and "grad_scaler.py" not in msgs[0] and "Error" in msgs[0], msgs
+    assert counters["eager_runs"] == 3
+
+
+def test_compiled_module_inside_compiled_step() -> None:
+    """acg.compile(model) called inside acg.compile(train_step): its forward and backward
+    programs are traced into the step program."""
+    def run(compiled: bool):
+        acg.manual_seed(0)
+        m = _mlp()
+        cm = acg.compile(m) if compiled else m
+        opt = acg.optim.Adam(m.parameters(), lr=0.01)
+
+        def step(x, y):
+            nn.functional.cross_entropy(cm(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+        fn = acg.compile(step, fullgraph=True) if compiled else step
+        data = _classes((6,))
+        for i in range(5):
+            fn(*data(i))
+        return [p.numpy() for p in m.parameters()]
+    acg.aot.reset()
+    got = run(True)
+    assert counters["eager_runs"] == 0
+    for a, b in zip(run(False), got):
+        np.testing.assert_allclose(a, b, atol=TOL)
