@@ -440,3 +440,36 @@ def step_sweep(name: str, system: str, smoke: bool, device: jax.Device) -> list[
             rows.append({"batch": batch, "first_step_us": first, "second_step_us": second,
                          **acg_counters()})
     return rows
+
+
+# -- acg.compile(train_step): the whole step as one program (issue 22 item 1, wholestep) --
+
+class AcgWholeStep(AcgStep):
+    """``acg.compile`` of the whole step function (zero_grad, forward, ``loss.backward()``,
+    ``opt.step()``): one program per step. Its forward cannot be timed apart (0)."""
+
+    def __init__(self, model: StepModel, device: jax.Device) -> None:
+        super().__init__("acg-compile-step", model, device)
+        loss_fn, opt = self.loss_fn, self.opt
+
+        def train_step(*inputs: acg.Tensor) -> acg.Tensor:
+            opt.zero_grad()
+            loss = loss_fn(*inputs)
+            loss.backward()
+            opt.step()
+            return loss
+        self.train_step = train_step
+        self.reset_caches()
+
+    def reset_caches(self) -> None:
+        reset_acg()
+        if hasattr(self, "train_step"):
+            self.compiled = acg.compile(self.train_step, fullgraph=True)
+
+    def step(self) -> float:
+        self.compiled(*self.inputs)
+        jax.block_until_ready([p.__jax_array__() for p in self.params.values()])
+        return 0.0
+
+
+SYSTEMS["acg-compile-step"] = SystemSpec(lambda m, d, b: AcgWholeStep(m, d), _compile_needs)

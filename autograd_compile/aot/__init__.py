@@ -46,6 +46,11 @@ program; this package does the same for the *forward*, the analog of
    hooks outside the region (tensor hooks on outputs, post-accumulate hooks on
    parameters) keeping their eager semantics.
 
+5. **A training step** (:mod:`.wholestep`). A function that reaches an optimizer or
+   calls ``backward`` is traced differently: it runs once under ``jax.jit`` with the real
+   parameters, grads and optimizer state holding tracers, so forward, backward, clipping
+   and the update are one program whose state is donated and written back per call.
+
 What cannot be traced faithfully (``.item()``, ``.numpy()``, Python branches
 on tensor values, hooks registered inside, ``.data`` assignments) makes that
 call run eagerly, logged once with the reason; ``fullgraph=True`` raises

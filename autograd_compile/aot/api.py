@@ -21,6 +21,7 @@ from .partition import partition
 from .program import Region, counters
 from .trace import NotTraceable, trace_joint
 from .tree import flatten
+from .wholestep import WholeStep, wants_whole_step
 
 log = config.get_logger("aot")
 CACHE_SIZE_LIMIT = 8  # traces kept per compiled function (like torch's cache_size_limit)
@@ -60,10 +61,16 @@ class CompiledFunction:
         roots = (lambda: [module]) if module is not None else \
             (lambda: [v for v in _referenced(fn) if isinstance(v, Module)])
         self._modules = ModuleState(roots)
+        # a training step (it reaches an optimizer or calls backward): one program per step
+        self._whole = WholeStep(self, _referenced, CACHE_SIZE_LIMIT, Unsupported,
+                                ModuleState) if module is None and \
+            wants_whole_step(fn, _referenced(fn)) else None
         _LIVE.add(self)
 
     # -- the hot path ----------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._whole is not None:
+            return self._whole(args, kwargs)
         leaves, spec = _flatten_call(args, kwargs)
         state = self._modules.tensors()
         sig = self._signature(leaves, spec, state)
@@ -167,6 +174,8 @@ class CompiledFunction:
 
     def _reset(self) -> None:
         self._entries.clear()
+        if self._whole is not None:
+            self._whole.entries.clear()
         self._auto.clear()
         self._warned.clear()
 

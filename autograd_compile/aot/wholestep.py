@@ -1,0 +1,491 @@
+"""The whole training step as one XLA program (DESIGN §11).
+
+``acg.compile(train_step)`` on a function that runs the forward, ``loss.backward()``,
+``opt.step()`` and ``opt.zero_grad()`` (with ``clip_grad_norm_`` and a scheduler's
+``step()`` where present) traces all of it into one ``jax.jit`` program:
+
+1. **State.** Every parameter and buffer of the modules the function reaches
+   (closure and globals), every parameter of the optimizers it reaches, their
+   ``.grad`` (when not None) and each optimizer's per-parameter state tensors are
+   program inputs; their values after the step are program outputs, written back
+   after each call (and donated: XLA reuses their buffers, memory does not double).
+   Which ``.grad`` are None and which state entries exist is guarded, so the first
+   step (optimizer state created lazily) is one trace and every later step another:
+   two traces in all, one program per step, never one per step.
+2. **Trace.** The function runs once with those tensors' ``_data`` swapped for JAX
+   tracers: our eager ops, our autograd engine (``loss.backward()``: every backward
+   formula's ops land in the same program) and the optimizer's update rule all run
+   on tracers. Python hyperparameters (``group["lr"]``, betas, ...) are traced
+   scalar inputs read at every call, so a scheduler never bakes a stale lr.
+3. **Python state outside tensors.** A scheduler's ``step()`` only changes Python
+   floats; the trace records where it was called (before or after ``opt.step()``)
+   and every call replays it eagerly at that place, around the program.
+   Random draws take fresh keys per call (one input key, folded per draw).
+   A tensor the function reads that is none of the above (a closure's mask) is
+   held by the program as a constant, guarded by identity: rebinding it retraces.
+
+What cannot be one program makes the whole call run eagerly, logged once with the
+reason and the source line (``fullgraph=True`` raises): ``.item()`` or a branch on a
+tensor value, a Python hook that is not ``compiled_autograd.pure_hook`` on a parameter
+or module (splitting the step at the backward is not implemented), a tensor stored on
+a module attribute, a scheduler stepped between two optimizer steps.
+
+>>> import autograd_compile as acg
+>>> model = acg.nn.Linear(3, 1)
+>>> opt = acg.optim.SGD(model.parameters(), lr=0.1)
+>>> @acg.compile(fullgraph=True)
+... def train_step(x, y):
+...     loss = ((model(x) - y) ** 2).mean()
+...     loss.backward()
+...     opt.step()
+...     opt.zero_grad()
+...     return loss
+>>> losses = [float(train_step(acg.ones(4, 3), acg.zeros(4, 1))) for _ in range(3)]
+>>> losses[2] < losses[0], model.weight.grad is None
+(True, True)
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+import types
+from typing import Any, Callable, Iterator
+
+import jax
+import jax.numpy as jnp
+
+from ..dispatch.keys import TLS
+from ..modes import DispatchMode
+from ..nn.modules import Module
+from ..optim.optimizer import Optimizer, _as_floats
+from ..optim._lr_base import LRScheduler
+from ..tensor import Tensor, _make
+from .program import counters
+from .trace import NotTraceable, _describe
+from .tree import flatten, unflatten
+
+_TRACING = threading.local()
+
+
+def wants_whole_step(fn: Callable, referenced: list[Any]) -> bool:
+    """A function that reaches an optimizer, or calls ``backward`` itself, is a step."""
+    referenced = referenced + list(getattr(fn, "__defaults__", None) or ())
+    if any(isinstance(v, (Optimizer, LRScheduler)) for v in referenced):
+        return True
+    return "backward" in _names(getattr(fn, "__code__", None))
+
+
+def _names(code: Any) -> set[str]:
+    if not isinstance(code, types.CodeType):
+        return set()
+    out = set(code.co_names)
+    for c in code.co_consts:
+        out |= _names(c)
+    return out
+
+
+class _Entry:
+    """One trace of the step: its guards, its program and how to write results back."""
+
+    __slots__ = ("sig", "program", "consts", "meta")
+
+    def __init__(self, sig: tuple, program: Any, consts: list, meta: dict) -> None:
+        self.sig, self.program, self.consts, self.meta = sig, program, consts, meta
+
+
+class _View:
+    """What one call reads: the tensors, grads, optimizer state and hyperparameters."""
+
+    def __init__(self, modules: list[Module], module_tensors: list[Tensor], opts: list,
+                 lifted: list[Tensor]) -> None:
+        self.opts, self.modules = opts, modules
+        tensors = list(module_tensors)
+        seen = {id(t) for t in tensors}
+        for o in opts:
+            for g in o.param_groups:
+                for p in g["params"]:
+                    if id(p) not in seen:
+                        seen.add(id(p))
+                        tensors.append(p)
+        self.tensors = tensors
+        # tensors read from the closure, globals or defaults: inputs, never donated
+        self.lifted = [t for t in lifted if id(t) not in seen]
+        # optimizer state: (opt index, parameter, key, tensor)
+        self.state = [(i, p, k, v) for i, o in enumerate(opts) for g in o.param_groups
+                      for p in g["params"] for k, v in o.state.get(p, {}).items()]
+        for _, p, k, v in self.state:
+            if not isinstance(v, Tensor):
+                raise NotTraceable(f"optimizer state {k!r} is a {type(v).__name__}, not a tensor")
+        self.hypers = [[{n: _as_floats(g[n]) for n in type(o)._hyper} for g in o.param_groups]
+                       for o in opts]
+
+    def again(self) -> "_View":
+        """The same view re-read (after a scheduler changed the hyperparameters)."""
+        v = _View(self.modules, [], self.opts, self.lifted)
+        v.tensors = self.tensors
+        return v
+
+    def signature(self, leaves: list[Tensor], spec: tuple) -> tuple:
+        grads = tuple([None if t._grad is None else (t._grad.shape, t._grad.dtype)
+                       for t in self.tensors])
+        return (TLS.grad_enabled, tuple([m.training for m in self.modules]), spec,
+                tuple([(t.shape, t.dtype, t._requires_grad) for t in leaves]),
+                tuple([(id(t), t.shape, t.dtype, t._requires_grad) for t in self.tensors]),
+                tuple([(t.shape, t.dtype, t._requires_grad) for t in self.lifted]),
+                grads, tuple([(i, id(p), k, v.shape, v.dtype) for i, p, k, v in self.state]),
+                tuple([tuple([o._static(g) for g in o.param_groups]) for o in self.opts]),
+                tuple([tuple([tuple([(n, type(v), len(v) if isinstance(v, tuple) else 0)
+                                     for n, v in h.items()]) for h in hs])
+                       for hs in self.hypers]))
+
+    def inputs(self, leaves: list[Tensor], key: Any) -> tuple:
+        return ([t._data for t in leaves], [t._data for t in self.tensors],
+                [t._grad._data for t in self.tensors if t._grad is not None],
+                [v._data for *_, v in self.state], _scalars(self.hypers), key,
+                [t._data for t in self.lifted])
+
+
+class WholeStep:
+    """``acg.compile`` of a training step: traces keyed by guards, each one program."""
+
+    def __init__(self, owner: Any, referenced: Callable[[Callable], list], limit: int,
+                 unsupported: type[Exception], module_state: Callable) -> None:
+        self.owner = owner  # the CompiledFunction (its fn, modules, fullgraph, logging)
+        self.referenced, self.limit, self.unsupported = referenced, limit, unsupported
+        self.entries: list[_Entry] = []
+        self.modules = module_state(lambda: [])
+
+    def __call__(self, args: tuple, kwargs: dict) -> Any:
+        owner, limit = self.owner, self.limit
+        leaves, spec = flatten((args, kwargs), keyed=False)
+        if any(not isinstance(t, Tensor) for t in leaves):
+            leaves = [t for t in leaves if isinstance(t, Tensor)]
+        try:
+            view = self._view(args, kwargs)
+            sig = view.signature(leaves, spec)
+        except NotTraceable as e:
+            return self._eager(str(e), args, kwargs)
+        for entry in self.entries:
+            if entry.sig == sig and all(t._data is d for t, d in entry.consts):
+                counters["cache_hits"] += 1
+                return self._run(entry, view, leaves, args, kwargs)
+        if self.entries:
+            counters["retraces"] += 1
+        if len(self.entries) >= limit:
+            return self._eager(f"hit the cache size limit ({limit} traces)",
+                               args, kwargs)
+        counters["traces"] += 1
+        entry = _Entry(sig, None, [], {})
+        entry.program = jax.jit(_body(owner._fn, spec, view, entry), donate_argnums=(1, 2, 3))
+        try:
+            out = self._run(entry, view, leaves, args, kwargs, first=True)
+        except NotTraceable as e:
+            return self._eager(str(e), args, kwargs)
+        self.entries.insert(0, entry)
+        return out
+
+    def _view(self, args: tuple, kwargs: dict) -> _View:
+        """The modules, optimizers and tensors the step reaches: its closure, the globals it
+        names, its defaults and its (non-tensor) arguments."""
+        fn = self.owner._fn
+        found = self.referenced(fn) + list(getattr(fn, "__defaults__", None) or ()) + \
+            list((getattr(fn, "__kwdefaults__", None) or {}).values()) + \
+            _objects(args) + _objects(tuple(kwargs.values()))
+        mods, opts, lifted = [], [], []
+        for v in found:
+            if isinstance(v, Module):
+                mods.append(v)
+            elif isinstance(v, Optimizer) and all(v is not o for o in opts):
+                opts.append(v)
+            elif isinstance(v, Tensor) and all(v is not t for t in lifted):
+                lifted.append(v)
+        ms = self.modules
+        ms.roots = lambda: mods
+        module_tensors = ms.tensors()
+        return _View(ms.modules, module_tensors, opts, lifted)
+
+    def _eager(self, why: str, args: tuple, kwargs: dict) -> Any:
+        owner = self.owner
+        if owner.fullgraph:
+            raise self.unsupported(f"acg.compile(fullgraph=True): {owner.__qualname__} cannot be "
+                              f"traced into one step program: {why}")
+        owner._warn_once(why, f"acg.compile: running {owner.__qualname__} eagerly: {why}")
+        counters["eager_runs"] += 1
+        return owner._fn(*args, **kwargs)
+
+    def _run(self, entry: _Entry, view: _View, leaves: list, args: tuple, kwargs: dict,
+             first: bool = False) -> Any:
+        if first:  # the trace (lowering runs the body) says where schedulers step
+            try:
+                lowered = entry.program.lower(*view.inputs(leaves, _key(0)))
+            except NotTraceable:
+                raise
+            except Exception as e:  # noqa: BLE001 - reported with the reason, then eager
+                raise NotTraceable(_describe(e)) from e
+            entry.program = (entry.program, lowered.compile())
+            counters["compiles"] += 1
+        meta = entry.meta
+        for s in meta["before"]:  # a scheduler stepped before opt.step(): the step reads it
+            LRScheduler.step(s)
+        if meta["before"]:
+            view = view.again()
+        jitted, compiled = entry.program
+        outs = (compiled if first else jitted)(*view.inputs(leaves, _key(meta["keys"])))
+        res, datas, grads, states, lifted = outs
+        for t, a, changed in zip(view.lifted, lifted, meta["lifted"]):
+            if changed:
+                t._data = a
+                t._version += 1
+        for t, a, changed in zip(view.tensors, datas, meta["mutated"]):
+            t._data = a
+            if changed:
+                t._version += 1
+        git = iter(grads)
+        for t, has in zip(view.tensors, meta["grads"]):
+            if not has:
+                t._grad = None
+            else:
+                a = next(git)
+                if t._grad is not None:
+                    t._grad._data = a
+                else:
+                    t._grad = _make(a)
+        sit = iter(states)
+        for i, p, k in meta["state"]:
+            st = view.opts[i].state[p]
+            a = next(sit)
+            if k in st:
+                st[k]._data = a
+            else:
+                st[k] = _make(a)
+        for s in meta["after"]:
+            LRScheduler.step(s)
+        return unflatten(meta["out_spec"], iter([_make(a) for a in res]))
+
+
+_NO_KEY: list = []
+_SCALARS: dict = {}
+
+
+def _scalars(hypers: list) -> list:
+    """The hyperparameters as device scalars (weakly typed, as the optimizer makes them),
+    re-made only when a value changes: jit would convert each float at every call."""
+    raw = repr(hypers)
+    hit = _SCALARS.get(raw)
+    if hit is None:
+        if len(_SCALARS) > 64:
+            _SCALARS.clear()
+        hit = _SCALARS[raw] = jax.tree_util.tree_map(jnp.asarray, hypers)
+    return hit
+
+
+def _key(n: int) -> Any:
+    if not n:  # the program draws nothing: any key (one array, made once)
+        if not _NO_KEY:
+            _NO_KEY.append(jnp.zeros((2,), jnp.uint32))
+        return _NO_KEY[0]
+    from ..kernels.random import default_generator
+    return default_generator.next_key()._data
+
+
+class _ConstGuard(DispatchMode):
+    """While tracing: tensors ops read that are not inputs become guarded constants."""
+
+    def __init__(self, consts: list, known: set[int]) -> None:
+        self.consts, self.known = consts, known
+
+    def __acg_dispatch__(self, func: Any, types: tuple, args: tuple = (),
+                         kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        for a in _tensors(args) + _tensors(tuple(kwargs.values())):
+            d = a._data
+            if not isinstance(d, jax.core.Tracer) and id(a) not in self.known:
+                self.known.add(id(a))
+                self.consts.append((a, d))
+        return func(*args, **kwargs)
+
+
+def _objects(values: tuple) -> list[Any]:
+    """Modules, optimizers and schedulers passed as arguments (in lists, tuples, dicts)."""
+    out: list[Any] = []
+    for v in values:
+        if isinstance(v, (Module, Optimizer, LRScheduler)):
+            out.append(v)
+        elif type(v) in (list, tuple):
+            out += _objects(tuple(v))
+        elif type(v) is dict:
+            out += _objects(tuple(v.values()))
+    return out
+
+
+def _tensors(values: tuple) -> list[Tensor]:
+    out = []
+    for v in values:
+        if isinstance(v, Tensor):
+            out.append(v)
+        elif type(v) in (list, tuple):
+            out += _tensors(tuple(v))
+    return out
+
+
+def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry) -> Callable:
+    """The step as a function of arrays; running it (under ``jax.jit``) is the trace."""
+    tensors, opts, state = view.tensors, view.opts, view.state
+
+    def body(arg_arrays: list, datas: list, grads: list, states: list, hypers: list,
+             key: Any, lifted: list) -> tuple:
+        if getattr(_TRACING, "active", False):
+            raise NotTraceable("a compiled training step calls another one")
+        leaves = [_make(a) for a in arg_arrays]
+        args, kwargs = unflatten(spec, iter(leaves))
+        events: list[tuple[str, Any]] = []
+        draws = [0]
+        with _swapped(view, datas, grads, states, hypers, events, key, draws, lifted) as snap:
+            _check_hooks(view)
+            known = {id(t) for t in tensors + view.lifted} | {id(t) for t in leaves} | \
+                {id(v) for *_, v in state} | \
+                {id(t._grad) for t in tensors if t._grad is not None}
+            with _ConstGuard(entry.consts, known):
+                out = fn(*args, **kwargs)
+            outs, out_spec = flatten(out, keyed=False)
+            _check_leaks(view, snap)
+            res = []
+            for o in outs:
+                if isinstance(o, Tensor):
+                    res.append(o._data)
+                else:
+                    raise NotTraceable("the step returns a non-tensor value computed in it")
+            new_datas = [t._data for t in tensors]
+            new_grads = [t._grad._data for t in tensors if t._grad is not None]
+            new_state = [(i, p, k, v) for i, o in enumerate(opts) for g in o.param_groups
+                         for p in g["params"] for k, v in o.state.get(p, {}).items()]
+            ev = [e for e, _ in events]
+            if "opt" in ev and "sched" in ev:
+                first_opt = ev.index("opt")
+                last_opt = len(ev) - 1 - ev[::-1].index("opt")
+                if any(e == "sched" for e in ev[first_opt:last_opt]):
+                    raise NotTraceable("a scheduler steps between two optimizer steps")
+            before = [s for (e, s), k in zip(events, range(len(events)))
+                      if e == "sched" and ("opt" not in ev or k < ev.index("opt"))]
+            after = [s for e, s in events if e == "sched" and s not in before]
+            entry.meta.update(
+                out_spec=out_spec, grads=[t._grad is not None for t in tensors],
+                mutated=[a is not d for a, d in zip(new_datas, datas)],
+                state=[(i, p, k) for i, p, k, _ in new_state],
+                before=before, after=after, keys=draws[0])
+            new_lifted = [t._data for t in view.lifted]
+            entry.meta["lifted"] = [a is not d for a, d in zip(new_lifted, lifted)]
+            return (res, new_datas, new_grads, [v._data for *_, v in new_state], new_lifted)
+
+    return body
+
+
+@contextlib.contextmanager
+def _swapped(view: _View, datas: list, grads: list, states: list, hypers: list,
+             events: list, key: Any, draws: list, lifted: list) -> Iterator[dict]:
+    """Install the tracers into the real objects for the trace; put everything back."""
+    from ..kernels import random as krandom
+    tensors, opts = view.tensors, view.opts
+    snap = {
+        "t": [(t, t._data, t._grad, t._version, t._acc_ref, t.grad_fn)
+              for t in tensors + view.lifted],
+        "g": [(t._grad, t._grad._data) for t in tensors if t._grad is not None],
+        "s": [(v, v._data) for *_, v in view.state],
+        "opt": [(o, {p: dict(d) for p, d in o.state.items()}, [dict(g) for g in o.param_groups])
+                for o in opts],
+        "mods": [(m, dict(m.__dict__)) for m in view.modules],
+    }
+    git = iter(grads)
+    for t, d in zip(tensors, datas):
+        t._data = d
+        if t._grad is not None:
+            t._grad = _make(next(git))  # a fresh tensor: the real grad object is untouched
+    for (*_, v), d in zip(view.state, states):
+        v._data = d
+    for t, d in zip(view.lifted, lifted):
+        t._data = d
+    orig_step, orig_sched, orig_key = Optimizer.step, LRScheduler.step, krandom.Generator.next_key
+    hyper_of = {id(o): h for o, h in zip(opts, hypers)}
+
+    def opt_step(self: Optimizer, closure: Any = None) -> Any:
+        if closure is not None:
+            raise NotTraceable("opt.step(closure) re-evaluates the loss in Python")
+        events.append(("opt", self))
+        if id(self) not in hyper_of:
+            raise NotTraceable(f"the step uses a {type(self).__name__} it does not reach "
+                               "through its closure or globals")
+        return orig_step(self)
+
+    def sched_step(self: LRScheduler, *a: Any, **k: Any) -> None:
+        if a or k:
+            raise NotTraceable(f"{type(self).__name__}.step() takes a value (a metric or an "
+                               "epoch) computed by the step")
+        events.append(("sched", self))
+
+    def next_key(gen: Any) -> Tensor:
+        if gen is not krandom.default_generator:
+            raise NotTraceable("a random op draws from a Generator other than the default one")
+        draws[0] += 1
+        return _make(jax.random.fold_in(key, draws[0]))
+
+    def hyper(self: Optimizer, index: int, group: dict) -> dict:
+        h = hyper_of[id(self)][index]
+        return {n: tuple(v) if isinstance(v, list) else v for n, v in h.items()}
+
+    Optimizer.step = opt_step  # type: ignore[method-assign]
+    LRScheduler.step = sched_step  # type: ignore[method-assign]
+    krandom.Generator.next_key = next_key  # type: ignore[method-assign]
+    for o in opts:
+        o._hyperparameters = types.MethodType(hyper, o)
+    _TRACING.active = True
+    try:
+        yield snap
+    finally:
+        _TRACING.active = False
+        Optimizer.step, LRScheduler.step = orig_step, orig_sched  # type: ignore[method-assign]
+        krandom.Generator.next_key = orig_key  # type: ignore[method-assign]
+        for t, d, g, ver, acc, fn in snap["t"]:
+            t._data, t._grad, t._version, t._acc_ref, t.grad_fn = d, g, ver, acc, fn
+        for g, d in snap["g"]:
+            g._data = d
+        for v, d in snap["s"]:
+            v._data = d
+        for o, st, groups in snap["opt"]:
+            o.__dict__.pop("_hyperparameters", None)
+            o.state.clear()
+            o.state.update(st)
+            for g, saved in zip(o.param_groups, groups):
+                g.update(saved)
+
+
+def _check_hooks(view: _View) -> None:
+    """Python hooks would run once, at the trace: only pure ones may be traced in."""
+    for t in view.tensors:
+        for hooks in (t._backward_hooks, t._post_acc_hooks):
+            for h in (hooks or {}).values():
+                if not getattr(h, "_acg_pure", False):
+                    raise NotTraceable(
+                        f"a Python hook ({getattr(h, '__qualname__', h)}) on a parameter of "
+                        f"shape {tuple(t.shape)} is not compiled_autograd.pure_hook; splitting "
+                        "the step at the backward is not implemented")
+    for m in view.modules:
+        for name in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
+                     "_backward_pre_hooks"):
+            for h in (getattr(m, name, None) or {}).values():
+                if not getattr(h, "_acg_pure", False):
+                    raise NotTraceable(f"a Python module hook ({getattr(h, '__qualname__', h)}) "
+                                       f"on {type(m).__name__} is not compiled_autograd."
+                                       "pure_hook")
+
+
+def _check_leaks(view: _View, snap: dict) -> None:
+    """A tensor the step stores on a module would keep a tracer: not supported here."""
+    for m, before in snap["mods"]:
+        for k, v in m.__dict__.items():
+            if isinstance(v, Tensor) and isinstance(v._data, jax.core.Tracer) and \
+                    before.get(k) is not v:
+                if k in before:
+                    m.__dict__[k] = before[k]
+                else:
+                    del m.__dict__[k]
+                raise NotTraceable(f"the step stores a tensor on {type(m).__name__}.{k}")
