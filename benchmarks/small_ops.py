@@ -135,7 +135,7 @@ def layer_of(filename: str, funcname: str) -> str:
 
 def layers(fn: Callable[[], Any], calls: int) -> tuple[dict[str, float], float]:
     """(share of profiled self time per layer, kernel-program calls per op call)."""
-    prof = cProfile.Profile()
+    prof = cProfile.Profile(CLOCKS[CLOCK[0]])
     prof.enable()
     for _ in range(calls):
         fn()

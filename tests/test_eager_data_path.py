@@ -168,3 +168,24 @@ def test_makemore_epoch_matches_torch() -> None:
         epochs[lib.__name__] = [(x.tolist(), y.tolist()) for x, y in loader]
     assert epochs["autograd_compile"] == epochs["torch"]
     assert len(epochs["torch"]) == 3 and len(epochs["torch"][-1][0]) == 8
+
+
+@pytest.mark.parametrize("array", [np.arange(12).reshape(3, 4).T, np.arange(12.0)[::3],
+                                   np.array(3.5, np.float32), np.zeros((0, 3)),
+                                   np.array([True, False]), np.arange(5, dtype=np.uint8),
+                                   np.arange(4, dtype=np.float16), np.array([1 + 2j])])
+def test_host_transfer_makes_what_device_put_makes(array: np.ndarray) -> None:
+    import jax
+    from autograd_compile.kernels._transfer import to_device
+    ours, theirs = to_device(array), jax.device_put(array)
+    np.testing.assert_array_equal(np.asarray(ours), array)
+    assert (ours.dtype, ours.shape, ours.sharding, ours.committed) == \
+        (theirs.dtype, theirs.shape, theirs.sharding, theirs.committed)
+
+
+def test_tensor_from_a_list_lands_on_the_default_device() -> None:
+    import jax
+    cpu = jax.devices("cpu")[-1]
+    with jax.default_device(cpu):
+        t = acg.tensor([1, 2, 3])
+    assert t.__jax_array__().devices() == {cpu} and t.tolist() == [1, 2, 3]
