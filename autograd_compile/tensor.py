@@ -438,7 +438,8 @@ def _write_back(op: Any, args: tuple, kwargs: dict, out: Any) -> Any:
         if new.shape != t._data.shape:
             raise RuntimeError(f"{op}: in-place result has shape {list(new.shape)} but the "
                                f"tensor written to has shape {list(t.shape)}")
-        t._set_data(_keep_placement(new.astype(t._data.dtype), t._data))
+        dtype = t._data.dtype  # astype of the same dtype still costs jax's Python
+        t._set_data(_keep_placement(new if new.dtype == dtype else new.astype(dtype), t._data))
     return targets[0] if len(targets) == 1 else tuple(targets)
 
 

@@ -189,3 +189,15 @@ def test_tensor_from_a_list_lands_on_the_default_device() -> None:
     with jax.default_device(cpu):
         t = acg.tensor([1, 2, 3])
     assert t.__jax_array__().devices() == {cpu} and t.tolist() == [1, 2, 3]
+
+
+@pytest.mark.parametrize("src_dtype,dst", [("float64", "long"), ("long", "float32"),
+                                          ("float32", "bool"), ("float32", "float32")])
+def test_copy_into_another_dtype_casts_as_torch(src_dtype: str, dst: str) -> None:
+    """In-place results keep the target's dtype (cast only where the dtypes differ)."""
+    src = np.array([1.7, -2.2, 0.0, 3.9])
+    got = acg.zeros(4, dtype=getattr(acg, dst))
+    want = torch.zeros(4, dtype=getattr(torch, dst))
+    got.copy_(acg.tensor(src, dtype=getattr(acg, src_dtype)))
+    want.copy_(torch.tensor(src, dtype=getattr(torch, src_dtype)))
+    assert got.tolist() == want.tolist() and str(got.dtype) == str(want.dtype)[6:]
