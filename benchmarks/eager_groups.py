@@ -26,7 +26,8 @@ def run_eager_groups(args: argparse.Namespace, torch_ok: bool) -> list[str]:
     doc: dict = {}
     failures: list[str] = []
     if "generate" in args.group:
-        gen = generate_group.run_generate(min(args.reps, MAX_REPS["generate"]), args.smoke, torch_ok)
+        reps = min(args.reps, MAX_REPS["generate"])
+        gen = generate_group.run_generate(reps, args.smoke, torch_ok)
         generate_group.print_generate(gen, sys.stdout)
         failures += [f"generate/{r['system']}: {r['error']}" for r in gen if r.get("error")]
         doc["generate"] = gen

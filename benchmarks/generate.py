@@ -135,8 +135,8 @@ def run_generate(reps: int, smoke: bool, torch_ok: bool,
         if system.startswith("torch") and not torch_ok:
             results.append({"system": system, "error": None, "skipped": "torch is not installed"})
             continue
-        r = fresh.run_child("autograd_compile.benchmarks.generate",
-                            ["--system", system, "--reps", str(reps)] + (["--smoke"] if smoke else []))
+        flags = ["--system", system, "--reps", str(reps)] + (["--smoke"] if smoke else [])
+        r = fresh.run_child("autograd_compile.benchmarks.generate", flags)
         r.setdefault("system", system)
         results.append(r)
     return results
@@ -153,8 +153,8 @@ def print_generate(results: list[dict[str, Any]], out: TextIO) -> None:
           file=out)
     for r in results:
         if r.get("skipped") or r.get("error"):
-            print(f"  {r['system']:<12} {'skipped: ' + r['skipped'] if r.get('skipped') else 'ERROR ' + r['error']}",
-                  file=out)
+            why = "skipped: " + r["skipped"] if r.get("skipped") else "ERROR " + r["error"]
+            print(f"  {r['system']:<12} {why}", file=out)
             continue
         warm = r["warm"]["median_us"]
         c = r["counters_after_warm"]

@@ -3,6 +3,9 @@
 Groups (``--group``, default all): ``backward`` (below), ``step`` (whole training
 steps: forward + backward + optimizer step, see ``step.py``), ``ops`` (eager overhead
 of one recorded op against the raw jitted JAX call, see ``ops.py``).
+Issue 19 adds ``generate`` (token-by-token sampling with a growing length) and ``data`` (a
+DataLoader epoch over a makemore-style dataset), each system in a fresh process: see
+``eager_groups.py``. Small-op costs by layer: ``python -m autograd_compile.benchmarks.small_ops``.
 
 Methodology
 -----------

@@ -10,9 +10,9 @@ Per op, three figures:
   (when installed) and numpy, and the ratios acg/torch and acg/numpy (the issue's target
   reads "within 3x of PyTorch", measured as a ratio to numpy in the same process, because
   the machine's speed changes between runs);
-- **layers** (cProfile): the loop profiled (the shortest of three), each function's own time put in the
-  layer of its file — ``method`` (tensor.py, kernels' Python surface: indexing, api,
-  _methods, views ...), ``dispatch`` (autograd_compile/dispatch), ``autograd``
+- **layers** (cProfile): the loop profiled (the shortest of three), each function's own
+  time put in the layer of its file — ``method`` (tensor.py, kernels' Python surface:
+  indexing, api, _methods, views ...), ``dispatch`` (autograd_compile/dispatch), ``autograd``
   (autograd_compile/autograd), ``kernel+jit`` (kernels/_jit.py, _defop.py: the per-op
   program lookup, plus the compiled program's C++ call, which cProfile counts in its
   caller), ``jax`` (jax's Python: conversions, jnp outside a program), ``other``
@@ -20,7 +20,8 @@ Per op, three figures:
   kernel-program calls per op call;
 - **direct** (single-op entries only): the same call entered at each layer — the Tensor
   method, the OpOverload (dispatcher), the Backend adapter (Tensor -> array), the kernel
-  (kernels/_jit.py's ``run``), and a ``jax.jit`` of the raw kernel on the arrays (the floor).
+  (kernels/_jit.py's ``run``), and a ``jax.jit`` of the raw kernel on the arrays (the
+  floor).
   The differences are what each layer adds.
 
 Numbers on a shared machine are noisy: compare ratios within one run.

@@ -20,7 +20,8 @@ WRITES: list[tuple[tuple, Any, Any]] = [
     ((17,), slice(2, 10, 3), 7), ((17,), slice(-4, None), None), ((17,), slice(20, 30), 3),
     ((3, 4), 1, None), ((3, 4), (slice(None), 2), 5.0), ((3, 4), (slice(1, None), slice(1, 3)),
                                                              None),
-    ((3, 4), (None, 0), 8.0), ((2, 3, 4), (Ellipsis, 1), None), ((2, 3, 4), (1, slice(0, 2)), "row"),
+    ((3, 4), (None, 0), 8.0), ((2, 3, 4), (Ellipsis, 1), None),
+    ((2, 3, 4), (1, slice(0, 2)), "row"),
     ((2, 3, 4), (0, 1, 2), -2.5), ((3, 4), ([0, 2],), None), ((3, 4), (slice(None), [1, 3]), 0.5),
 ]
 
@@ -138,7 +139,8 @@ def test_factories_match_torch(size: tuple, factory: str) -> None:
     for dtype in (None, "long", "bool", "float64"):
         kw = {"dtype": getattr(acg, dtype)} if dtype else {}
         ours = getattr(acg, factory)(*size, **kw)
-        theirs = getattr(torch, factory)(*size, **({"dtype": getattr(torch, dtype)} if dtype else {}))
+        theirs_kw = {"dtype": getattr(torch, dtype)} if dtype else {}
+        theirs = getattr(torch, factory)(*size, **theirs_kw)
         assert tuple(ours.shape) == tuple(theirs.shape)
         assert str(ours.dtype) == str(theirs.dtype).replace("torch.", "")
         if factory != "empty":
