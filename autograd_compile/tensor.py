@@ -397,8 +397,9 @@ def _unwrap(v: Any) -> Any:
     """Tensors (also inside lists, tuples, dicts) to their jax arrays."""
     if isinstance(v, Tensor):
         return v._data
-    if type(v) in (list, tuple):
-        return type(v)(_unwrap(x) for x in v)
+    if type(v) in (list, tuple):  # a list of tensors (cat, stack) inline, not a call each
+        out = [x._data if isinstance(x, Tensor) else _unwrap(x) for x in v]
+        return out if type(v) is list else tuple(out)
     if type(v) is dict:
         return {k: _unwrap(x) for k, x in v.items()}
     return v

@@ -203,3 +203,27 @@ def test_copy_into_another_dtype_casts_as_torch(src_dtype: str, dst: str) -> Non
     got.copy_(acg.tensor(src, dtype=getattr(acg, src_dtype)))
     want.copy_(torch.tensor(src, dtype=getattr(torch, src_dtype)))
     assert got.tolist() == want.tolist() and str(got.dtype) == str(want.dtype)[6:]
+
+
+def _list_op_grads(lib: Any, mode: Callable | None) -> list[np.ndarray]:
+    """cat and stack of lists where only some tensors require grad (the dispatcher scans
+    lists for the autograd key); nested lists reach the op as well."""
+    rng = np.random.default_rng(2)
+    a0, b0, c0 = (rng.standard_normal((2, 3)) for _ in range(3))
+    a = lib.tensor(a0, requires_grad=True)
+    b, c = lib.tensor(b0), lib.tensor(c0, requires_grad=True)
+    y = lib.cat([b, a, c], 0) * lib.stack([c, b, a]).sum(0).repeat(3, 1)
+    y = lib.block_diag(*[a, b]).sum() + y.sum()
+    if mode is None:
+        y.backward()
+    else:
+        with mode():
+            y.backward()
+    return [a.grad.numpy(), c.grad.numpy()]
+
+
+def test_lists_of_tensors_carry_the_autograd_key_in_every_mode(mode) -> None:
+    for ours, theirs in zip(_list_op_grads(acg, mode), _list_op_grads(torch, None)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+    assert acg.stack([acg.zeros(2), acg.ones(2, requires_grad=True)]).grad_fn is not None
+    assert acg.stack([acg.zeros(2), acg.ones(2)]).grad_fn is None
