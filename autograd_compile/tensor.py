@@ -409,8 +409,9 @@ def _wrap(v: Any) -> Any:
     """jax arrays and tracers (also inside lists, tuples, dicts) to Tensors."""
     if isinstance(v, (jax.Array, jax.core.Tracer)):
         return _make(v)
-    if type(v) in (list, tuple):
-        return type(v)(_wrap(x) for x in v)
+    if type(v) in (list, tuple):  # a list comprehension: no generator per output list
+        out = [_wrap(x) for x in v]
+        return out if type(v) is list else tuple(out)
     if type(v) is dict:
         return {k: _wrap(x) for k, x in v.items()}
     return v
