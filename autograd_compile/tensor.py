@@ -398,8 +398,9 @@ def _unwrap(v: Any) -> Any:
     """Tensors (also inside lists, tuples, dicts) to their jax arrays."""
     if isinstance(v, Tensor):
         return v._data
-    if type(v) in (list, tuple):
-        return type(v)(_unwrap(x) for x in v)
+    if type(v) in (list, tuple):  # a list of tensors (cat, stack) inline, not a call each
+        out = [x._data if isinstance(x, Tensor) else _unwrap(x) for x in v]
+        return out if type(v) is list else tuple(out)
     if type(v) is dict:
         return {k: _unwrap(x) for k, x in v.items()}
     return v
@@ -409,8 +410,9 @@ def _wrap(v: Any) -> Any:
     """jax arrays and tracers (also inside lists, tuples, dicts) to Tensors."""
     if isinstance(v, (jax.Array, jax.core.Tracer)):
         return _make(v)
-    if type(v) in (list, tuple):
-        return type(v)(_wrap(x) for x in v)
+    if type(v) in (list, tuple):  # a list comprehension: no generator per output list
+        out = [_wrap(x) for x in v]
+        return out if type(v) is list else tuple(out)
     if type(v) is dict:
         return {k: _wrap(x) for k, x in v.items()}
     return v
@@ -439,7 +441,8 @@ def _write_back(op: Any, args: tuple, kwargs: dict, out: Any) -> Any:
         if new.shape != t._data.shape:
             raise RuntimeError(f"{op}: in-place result has shape {list(new.shape)} but the "
                                f"tensor written to has shape {list(t.shape)}")
-        t._set_data(_keep_placement(new.astype(t._data.dtype), t._data))
+        dtype = t._data.dtype  # astype of the same dtype still costs jax's Python
+        t._set_data(_keep_placement(new if new.dtype == dtype else new.astype(dtype), t._data))
     return targets[0] if len(targets) == 1 else tuple(targets)
 
 

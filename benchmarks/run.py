@@ -3,6 +3,9 @@
 Groups (``--group``, default all): ``backward`` (below), ``step`` (whole training
 steps: forward + backward + optimizer step, see ``step.py``), ``ops`` (eager overhead
 of one recorded op against the raw jitted JAX call, see ``ops.py``).
+Issue 19 adds ``generate`` (token-by-token sampling with a growing length) and ``data`` (a
+DataLoader epoch over a makemore-style dataset), each system in a fresh process: see
+``eager_groups.py``. Small-op costs by layer: ``python -m autograd_compile.benchmarks.small_ops``.
 
 Methodology
 -----------
@@ -74,6 +77,7 @@ from .systems import ALL_SYSTEMS, plan
 from .workloads import NAMES, Workload, build
 
 GROUPS = ("backward", "step", "ops")
+GROUPS += ("generate", "data")  # issue 19: generation with a growing length, a DataLoader epoch
 DEFAULT_REPS, SMOKE_REPS = 30, 3
 DEFAULT_WARMUP, SMOKE_WARMUP = 5, 1
 
@@ -259,11 +263,17 @@ def main(argv: list[str]) -> int:
     failures = [f for w in results + steps for f in w.failures()]
     _output(args, env, results, sweep, op_results, failures)
     _output_step(args, steps, step_skipped, step_sweep)
+    failures += _run_eager_groups(args)  # issue 19: generate, data (see eager_groups.py)
     if args.plot and (results or steps):
         report.plot(results, args.plot, steps)
     elif args.plot:
         print("bench: no plot: nothing was measured for it", file=sys.stderr)
     return 1 if failures else 0
+
+
+def _run_eager_groups(args: argparse.Namespace) -> list[str]:
+    from .eager_groups import run_eager_groups
+    return run_eager_groups(args, _torch_available())
 
 
 def _has_matplotlib() -> bool:

@@ -40,6 +40,7 @@ from ._jit import clear_programs
 from ._shapes import numel as _numel
 from ._shapes import shapes_equal, wrap_dim
 from .views import as_shape_of, view_of
+from ._transfer import to_device as _to_device  # [evdata] issue 19: tensors from host data
 
 _Dim = int | Sequence[int] | None
 
@@ -103,7 +104,7 @@ def _array(data: Any, dtype: Any) -> jax.Array:
     if not isinstance(data, (np.ndarray, np.generic)):
         dtype = dtype if dtype is not None else _plain_dtype(a)
     # convert on the host, then transfer: jnp.asarray would compile a program per shape
-    return jax.device_put(a if dtype is None else a.astype(dtype, copy=False))
+    return _to_device(a if dtype is None else a.astype(dtype, copy=False))
 
 
 def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None

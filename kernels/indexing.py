@@ -555,6 +555,20 @@ def _where_mask(mask: Tensor, value: Any, x: Tensor) -> Tensor:
     return masked_fill(x, mask, value)
 
 
+def _basic_target(shape: tuple, step: tuple) -> _Shaped | None:
+    """The shape a basic step (select, slice, unsqueeze) reads, computed without reading;
+    None where a size is symbolic (the read's own shape rule knows those)."""
+    kind, d, *a = step
+    if not all(type(n) is int for n in shape) or not all(type(i) is int for i in a):
+        return None
+    if kind == "select":
+        return _Shaped(shape[:d] + shape[d + 1:])
+    if kind == "slice":
+        start, stop, step_ = a
+        return _Shaped(shape[:d] + (max(0, (stop - start + step_ - 1) // step_),) + shape[d + 1:])
+    return _Shaped(shape[:d] + (1,) + shape[d:])  # unsqueeze
+
+
 def setitem(x: Tensor, index: Any, value: Any) -> None:
     """``x[index] = value``: read the chain, write the value back up it, copy_ into x."""
     check_writable(x)
@@ -564,8 +578,11 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
     steps = steps_of(tuple(x.shape), index)
     bases = [alias_for_inplace(x)]  # reads see the value before the write
     for step in steps:
-        if step[0] == "index" and step is steps[-1]:  # written, never read: its shape only
-            bases.append(_Shaped(_index_shape(tuple(bases[-1].shape), step[1])))
+        if step is steps[-1]:  # written, never read: its shape only (one kernel call less)
+            shape = tuple(bases[-1].shape)
+            last = _Shaped(_index_shape(shape, step[1])) if step[0] == "index" \
+                else _basic_target(shape, step)
+            bases.append(last if last is not None else _read(bases[-1], step))
         else:
             bases.append(_read(bases[-1], step))
     new = _value_like(value, bases[-1], x.dtype)

@@ -103,12 +103,17 @@ class OpOverload:
 
 
 def _scan(value: Any, acc: list) -> None:
-    if isinstance(value, _tensor_type):
+    tensor = _tensor_type
+    if isinstance(value, tensor):
         acc[0] |= value._acg_keys
-        acc[1] = acc[1] or value.requires_grad
+        acc[1] = acc[1] or value._requires_grad
     elif type(value) in (list, tuple):
-        for v in value:
-            _scan(v, acc)
+        for v in value:  # a list of tensors (cat, stack) inline: one call, not one per tensor
+            if isinstance(v, tensor):
+                acc[0] |= v._acg_keys
+                acc[1] = acc[1] or v._requires_grad
+            elif type(v) in (list, tuple):
+                _scan(v, acc)
 
 
 def _keyset(args: tuple, kwargs: dict) -> int:
