@@ -34,6 +34,7 @@ from _op_spec import Arg, B, C, Case, I, P, T, U, V, _values  # noqa: F401
 from op_cases_more import MORE_CASES
 from op_cases_nn import NN_CASES
 from op_cases_tensor import TENSOR_CASES
+from op_cases_tails import TAILS_CASES  # tails: grouped_mm
 
 
 def _is_float_arg(a: Any) -> bool:
@@ -345,6 +346,7 @@ CASES = [
     Case("dropout_eval", lambda x: F.dropout(x, 0.5, training=False) * 2, lambda x: x * 2,
          (T(3, 4),)),
 ] + NN_CASES + TENSOR_CASES + MORE_CASES
+CASES += TAILS_CASES  # tails
 GRAD_CASES = [c for c in CASES if c.grad]
 IDS = [c.name for c in CASES]
 
