@@ -18,6 +18,7 @@ that graph (computed sample by sample through our autograd).
 from __future__ import annotations
 
 import contextlib
+import itertools
 from typing import Any, Callable, Iterator, Sequence
 
 import jax
@@ -70,13 +71,21 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
          chunk_size: int | None = None) -> Callable:
     """``func`` over a batch dimension of its inputs (``in_dims``: an int, None, or one entry
     per argument), the batch stacked at ``out_dims`` of each output; JAX's vmap, so the kernels
-    run batched. ``randomness``: 'error', 'different' or 'same' (random ops draw from our
-    generator once per call, so every sample sees the same draw, as 'same')."""
+    run batched. ``randomness`` (PyTorch's): 'error' (a random op inside raises), 'different'
+    (each sample draws its own numbers) or 'same' (every sample sees one draw); each call draws
+    afresh from the global generator.
+
+    >>> import autograd_compile as acg
+    >>> f = acg.func.vmap(lambda r: r + acg.rand(2), randomness="same")
+    >>> out = f(acg.zeros(3, 2)); bool((out[0] == out[2]).all())
+    True
+    """
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
                            f"'same'. Got {randomness}")
     if chunk_size is not None and chunk_size < 1:
         raise ValueError("vmap: chunk_size should be None or greater than 0.")
+    axis = f"acg_vmap_{next(_AXES)}"  # names this vmap's batch for per-sample keys
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         dims = tuple(in_dims) if isinstance(in_dims, list) else in_dims
@@ -85,28 +94,81 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
                              f"compatible with the structure of `inputs`. in_dims has structure "
                              f"{len(dims)} but inputs has {len(args)}.")
         if _records((args, kwargs)):  # the result must join the caller's autograd graph
-            return _vmap_by_samples(func, args, kwargs, dims, out_dims)
-        recorded = [False]
+            return _vmap_by_samples(func, args, kwargs, dims, out_dims, randomness)
+        recorded, draws = [False], [0]
 
         def build() -> Callable:
-            def traced(*arrays: Any) -> Any:
-                out = func(*_to_tensor(arrays), **_to_tensor(_to_jax(kwargs)))
+            def traced(base: Any, *arrays: Any) -> Any:
+                with _random_keys(randomness, base, axis, draws):
+                    out = func(*_to_tensor(arrays), **_to_tensor(_to_jax(kwargs)))
                 recorded[0] = recorded[0] or _records(out)
                 return _to_jax(out)
-            return jax.vmap(traced, in_axes=dims, out_axes=out_dims)
-        out = _cached_call(cache, build, args, kwargs, recorded)
+            per_arg = dims if isinstance(dims, tuple) else (dims,) * len(args)
+            return jax.vmap(traced, in_axes=(None, *per_arg), out_axes=out_dims,
+                            axis_name=axis)
+        key = _call_key(cache, args, kwargs, randomness)
+        out = _cached_call(cache, build, (key, *args), kwargs, recorded, draws)
         if out is _RECORDS:  # a captured tensor requires grad: sample by sample
-            return _vmap_by_samples(func, args, kwargs, dims, out_dims)
+            return _vmap_by_samples(func, args, kwargs, dims, out_dims, randomness)
         return _to_tensor(out)
     cache: dict = {}
     return wrapper
 
 
+_AXES = itertools.count()
+_RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please either "
+                 "use the 'same' or 'different' randomness flags on vmap or perform the "
+                 "randomness operation out of vmap")
+_NO_KEY = jax.numpy.zeros(2, jax.numpy.uint32)  # the key argument of a function that draws none
+
+
+def _call_key(cache: dict, args: tuple, kwargs: dict, randomness: str) -> Any:
+    """This call's base PRNG key (uint32[2]) from the global generator; a function traced once
+    and found to draw nothing gets a constant, so the global stream does not move."""
+    from autograd_compile.kernels.random import default_generator
+    if randomness == "error" or cache.get(_DRAWS_NONE_KEY(args, kwargs)) is True:
+        return _NO_KEY
+    return default_generator.next_key().__jax_array__()
+
+
+def _DRAWS_NONE_KEY(args: tuple, kwargs: dict) -> Any:  # noqa: N802
+    leaves, tree = jax.tree_util.tree_flatten(_to_jax((args, kwargs)))
+    try:
+        key = ("draws-none", tree, tuple((v.shape, str(v.dtype)) if hasattr(v, "shape") else v
+                                         for v in leaves))
+        hash(key)
+        return key
+    except TypeError:
+        return None
+
+
+@contextlib.contextmanager
+def _random_keys(randomness: str, base: Any, axis: str | None, draws: list) -> Iterator[None]:
+    """Random ops inside a vmap trace take keys derived from ``base`` (per sample: folded with
+    the batch index for 'different'), or raise in 'error' mode."""
+    from autograd_compile.kernels.random import Generator
+    original = Generator.next_key
+
+    def next_key(gen: Any) -> Tensor:
+        if randomness == "error":
+            raise RuntimeError(_RANDOM_ERROR)
+        draws[0] += 1
+        key = jax.random.fold_in(jax.random.wrap_key_data(base), draws[0])
+        if randomness == "different" and axis is not None:
+            key = jax.random.fold_in(key, jax.lax.axis_index(axis))
+        return Tensor(jax.random.key_data(key))
+    Generator.next_key = next_key  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Generator.next_key = original  # type: ignore[method-assign]
+
+
 _RECORDS = object()  # a cache entry: the function's result needs our autograd, not JAX
 
 
-def _cached_call(cache: dict, build: Callable, args: tuple, kwargs: dict, recorded: list
-                 ) -> Any:
+def _cached_call(cache: dict, build: Callable, args: tuple, kwargs: dict, recorded: list,
+                 draws: list | None = None) -> Any:
     """``build()(*args)`` compiled once per argument structure, shapes and dtypes (jax.jit), as
     long as the traced function reads no tensor but its arguments (a captured tensor could
     change between calls, so such functions are traced every call). Inside another transform
@@ -127,6 +189,9 @@ def _cached_call(cache: dict, build: Callable, args: tuple, kwargs: dict, record
     if fn is None:
         f = build()
         traced = jax.jit(f).trace(*arrays)  # traced once: consts tell what it captured
+        none_key = _DRAWS_NONE_KEY(args[1:], kwargs) if draws is not None else None
+        if none_key is not None and draws[0] == 0:
+            cache[none_key] = True  # later calls pass a constant key: the stream stays put
         if recorded[0]:
             fn = _RECORDS
         elif _reads_tensors(traced.jaxpr.consts):
@@ -152,20 +217,26 @@ def _records(tree: Any) -> bool:
         for t in jax.tree_util.tree_leaves(tree, is_leaf=_is_tensor))
 
 
-def _vmap_by_samples(func: Callable, args: tuple, kwargs: dict, dims: Any, out_dims: Any
-                     ) -> Any:
+def _vmap_by_samples(func: Callable, args: tuple, kwargs: dict, dims: Any, out_dims: Any,
+                     randomness: str = "error") -> Any:
     """vmap's result through our own autograd (each sample by ops, outputs stacked): used only
-    when tensors that require grad flow into the result."""
+    when tensors that require grad flow into the result. Random ops: 'different' draws per
+    sample, 'same' replays the first sample's keys, 'error' raises."""
     import autograd_compile as acg
     per_arg = dims if isinstance(dims, tuple) else (dims,) * len(args)
     sizes = [_batch_size(a, d) for a, d in zip(args, per_arg)]
     n = next(s for s in sizes if s is not None)
-    outs = []
+    outs: list = []
+    base = None if randomness == "different" else _call_key({}, args, kwargs, randomness)
     for i in range(n):
         sample = [a if d is None else jax.tree_util.tree_map(
             lambda t, d=d: t.select(d, i) if _is_tensor(t) else t, a, is_leaf=_is_tensor)
             for a, d in zip(args, per_arg)]
-        outs.append(func(*sample, **kwargs))
+        if base is None:
+            outs.append(func(*sample, **kwargs))
+            continue
+        with _random_keys(randomness, base, None, [0]):  # the same keys for every sample
+            outs.append(func(*sample, **kwargs))
     leaves = [jax.tree_util.tree_leaves(o, is_leaf=_is_tensor) for o in outs]
     tree = jax.tree_util.tree_structure(outs[0], is_leaf=_is_tensor)
     od = out_dims if isinstance(out_dims, (tuple, list)) else (out_dims,) * len(leaves[0])
