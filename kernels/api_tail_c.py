@@ -291,3 +291,295 @@ def scaled_grouped_mm(mat_a: Tensor, mat_b: Tensor, scale_a: Any, scale_recipe_a
     af = af * sa.unsqueeze(-1)  # one scale per row of a (any layout)
     bf = bf * (sb.unsqueeze(-2) if b.dim() == 3 else sb)  # one per column of b (per group)
     return _finish(grouped_mm(af, bf, offs=offs), bias, output_dtype, a)
+
+
+# -- stft / istft: compositions (frames by unfold, fft, overlap-add by fold) ----------------------
+__all__ += ["stft", "istft"]
+_ISTFT_WARNED, _STFT_WARNED = [False], [False]
+
+
+def _acg() -> Any:
+    import autograd_compile
+    return autograd_compile
+
+
+def _stft_desc(op: str, x: Tensor, n_fft: int, hop: int, win: int, window: Any, **kw: Any
+               ) -> str:
+    """PyTorch's prefix of stft/istft errors: the call written out."""
+    shape = f"[{', '.join(map(str, x.shape))}]"
+    wtext = "None" if window is None else f"Tensor[{window.shape[0]}]"
+    rest = "".join(f", {k}={v}" for k, v in kw.items())
+    return (f"{op}(Tensor{shape}, n_fft={n_fft}, hop_length={hop}, win_length={win}, "
+            f"window={wtext}{rest})")
+
+
+def _padded_window(window: Tensor | None, n_fft: int, win: int, like: Tensor) -> Tensor:
+    """The window centred in n_fft samples (a rectangle of win_length ones when None)."""
+    acg = _acg()
+    w = acg.ones(win, dtype=like.real.dtype if like.is_complex() else like.dtype) \
+        if window is None else window
+    left = (n_fft - win) // 2
+    return F_pad(w, (left, n_fft - win - left)) if win < n_fft else w
+
+
+def F_pad(x: Tensor, pad: tuple, mode: str = "constant") -> Tensor:  # noqa: N802
+    import autograd_compile.nn.functional as F
+    return F.pad(x, pad, mode=mode)
+
+
+def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: int | None = None,
+         window: Tensor | None = None, center: bool = True, pad_mode: str = "reflect",
+         normalized: bool = False, onesided: bool | None = None,
+         return_complex: bool | None = None, align_to_window: bool | None = None) -> Tensor:
+    """Short-time Fourier transform (PyTorch's): frames of ``n_fft`` samples every
+    ``hop_length`` (default n_fft // 4), times the window, Fourier-transformed; result
+    ``(batch?, freq, frames)``, complex (``return_complex=True``) or as (..., 2) reals.
+
+    >>> import autograd_compile as acg
+    >>> acg.stft(acg.ones(64), 16, window=acg.ones(16), return_complex=True).shape
+    (9, 17)
+    """
+    acg = _acg()
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    complex_in = input.is_complex() or (window is not None and window.is_complex())
+    if return_complex is None:
+        if not complex_in:
+            raise RuntimeError("stft requires the return_complex parameter be given for real "
+                               "inputs, and will further require that return_complex=True in a "
+                               "future PyTorch release.")
+        return_complex = True
+    if not return_complex:
+        import warnings
+        warnings.warn("stft with return_complex=False is deprecated. In a future pytorch "
+                      "release, stft will return complex tensors for all inputs, and "
+                      "return_complex=False will raise an error.\nNote: you can still call "
+                      "torch.view_as_real on the complex output to recover the old return "
+                      "format.", UserWarning, stacklevel=2)
+    if window is None and not _STFT_WARNED[0]:  # PyTorch warns once per process
+        import warnings
+        _STFT_WARNED[0] = True
+        warnings.warn("A window was not provided. A rectangular window will be applied,which is "
+                      "known to cause spectral leakage. Other windows such as torch.hann_window "
+                      "or torch.hamming_window are recommended to reduce spectral leakage.To "
+                      "suppress this warning and use a rectangular window, explicitly set "
+                      "`window=torch.ones(n_fft, device=<device>)`.", UserWarning, stacklevel=2)
+    if align_to_window is not None and center:
+        raise RuntimeError("stft align_to_window should only be set when center = false")
+    x = input
+    if center:
+        if x.dim() not in (1, 2):
+            raise RuntimeError(f"{_stft_desc('stft', x, n_fft, hop, win, window)} : expected a "
+                               "1D or 2D tensor")
+        x = F_pad(x.reshape(1, 1, -1) if x.dim() == 1 else x.unsqueeze(1),
+                  (n_fft // 2, n_fft // 2), pad_mode).reshape(
+                      (-1,) if input.dim() == 1 else (input.shape[0], -1))
+    desc = _stft_desc("stft", x, n_fft, hop, win, window)
+    _stft_checks(desc, x, n_fft, hop, win, window)
+    if onesided is None:
+        onesided = not complex_in
+    elif onesided and complex_in:
+        raise RuntimeError("Cannot have onesided output if window or input is complex")
+    if align_to_window:  # frames start where the window starts, not where n_fft starts
+        left = (n_fft - win) // 2
+        n = 1 + (x.shape[-1] - win) // hop
+        x = F_pad(x, (left, n_fft - win - left))[..., :(n - 1) * hop + n_fft]
+    frames = x.unfold(-1, n_fft, hop) * _padded_window(window, n_fft, win, x)
+    spec = acg.fft.rfft(frames, dim=-1) if onesided else acg.fft.fft(frames, dim=-1)
+    if normalized:
+        spec = spec * (n_fft ** -0.5)
+    spec = spec.transpose(-1, -2)
+    return spec if return_complex else acg.view_as_real(spec)
+
+
+def _stft_checks(desc: str, x: Tensor, n_fft: int, hop: int, win: int, window: Any) -> None:
+    if x.dim() not in (1, 2):
+        raise RuntimeError(f"{desc} : expected a 1D or 2D tensor")
+    length = x.shape[-1]
+    if not 0 < n_fft <= length:
+        raise RuntimeError(f"{desc} : expected 0 < n_fft < {length}, but got n_fft={n_fft}")
+    if hop <= 0:
+        raise RuntimeError(f"{desc} : expected hop_length > 0, but got hop_length={hop}")
+    if not 0 < win <= n_fft:
+        raise RuntimeError(f"{desc} : expected 0 < win_length <= n_fft, but got "
+                           f"win_length={win}")
+    if window is not None and (window.dim() != 1 or window.shape[0] != win):
+        raise RuntimeError(f"{desc} : expected a 1D window tensor of size equal to "
+                           f"win_length={win}, but got window with size {list(window.shape)}")
+
+
+def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
+          win_length: int | None = None, window: Tensor | None = None, center: bool = True,
+          normalized: bool = False, onesided: bool | None = None, length: int | None = None,
+          return_complex: bool = False) -> Tensor:
+    """Inverse of :func:`stft` (PyTorch's): inverse transform of each frame, times the window,
+    overlap-added and divided by the overlap-added squared window.
+
+    >>> import autograd_compile as acg
+    >>> x = acg.arange(64.0)
+    >>> w = acg.hann_window(16)
+    >>> y = acg.istft(acg.stft(x, 16, window=w, return_complex=True), 16, window=w)
+    >>> bool(acg.allclose(x, y, atol=1e-3))
+    True
+    """
+    acg = _acg()
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    if not input.is_complex():
+        raise RuntimeError("istft requires a complex-valued input tensor matching the output "
+                           "from stft with return_complex=True.")
+    if window is None and not _ISTFT_WARNED[0]:
+        import warnings
+        _ISTFT_WARNED[0] = True
+        warnings.warn("A window was not provided. A rectangular window will be applied.Please "
+                      "provide the same window used by stft to make the inversion "
+                      "lossless.To generate a window, use e.g. torch.hann_window.",
+                      UserWarning, stacklevel=2)
+    onesided = input.shape[-2] != n_fft if onesided is None else onesided
+    if onesided and (return_complex or (window is not None and window.is_complex())):
+        raise RuntimeError("Cannot have onesided output if window or input is complex")
+    batched = input.dim() == 3
+    spec = (input if batched else input.unsqueeze(0)).transpose(-1, -2)  # (B, frames, freq)
+    if normalized:
+        spec = spec * (n_fft ** 0.5)
+    frames = acg.fft.irfft(spec, n=n_fft, dim=-1) if onesided else acg.fft.ifft(spec, dim=-1)
+    if not return_complex and frames.is_complex():
+        frames = frames.real
+    w = _padded_window(window, n_fft, win, frames)
+    n_frames = spec.shape[1]
+    total = n_fft + hop * (n_frames - 1)
+    y = _overlap_add(frames * w, total, n_fft, hop)
+    env = _overlap_add((w * w).expand(1, n_frames, n_fft), total, n_fft, hop)
+    start = n_fft // 2 if center else 0
+    end = start + length if length is not None else total - n_fft // 2 if center else total
+    y, env = y[..., start:min(end, total)], env[..., start:min(end, total)]
+    if _concrete(env) and float(env.abs().min()) < 1e-11:  # fake/traced: values unknown
+        raise RuntimeError(f"{_stft_desc('istft', input, n_fft, hop, win, window)} window "
+                           "overlap add min: 1")
+    y = y / env
+    if end > total:
+        y = F_pad(y, (0, end - total))
+    return y if batched else y.squeeze(0)
+
+
+def _concrete(t: Tensor) -> bool:
+    data = getattr(t, "_data", None)
+    return type(t) is Tensor and isinstance(data, jax.Array) and \
+        not isinstance(data, jax.core.Tracer)
+
+
+def _overlap_add(frames: Tensor, total: int, n_fft: int, hop: int) -> Tensor:
+    """Sum of (B, frames, n_fft) frames placed every ``hop`` samples: (B, total)."""
+    import autograd_compile.nn.functional as F
+    if frames.is_complex():
+        return _acg().complex(_overlap_add(frames.real, total, n_fft, hop),
+                              _overlap_add(frames.imag, total, n_fft, hop))
+    out = F.fold(frames.transpose(-1, -2), output_size=(1, total), kernel_size=(1, n_fft),
+                 stride=(1, hop))
+    return out.reshape(frames.shape[0], total)
+
+
+# -- the rest of the torch / Tensor long tail ------------------------------------------------------
+__all__ += ["as_strided_", "view_as_real_copy", "view_as_complex_copy", "fork", "wait",
+            "thread_safe_generator", "layout", "memory_format", "strided", "contiguous_format",
+            "channels_last", "channels_last_3d", "preserve_format"]
+
+
+def as_strided_(input: Tensor, size: Sequence[int], stride: Sequence[int],
+                storage_offset: int | None = None) -> Tensor:
+    """``input`` becomes ``as_strided(input, size, stride, storage_offset)`` in place (its value
+    replaced: our tensors own their values, so a later as_strided_ reads the new value, not the
+    original storage)."""
+    from .api_tail_a import as_strided
+    from .api_tail_b import _reshape_inplace
+    return _reshape_inplace("as_strided", as_strided)(input, size, stride, storage_offset)
+
+
+def view_as_real_copy(input: Tensor) -> Tensor:
+    """``view_as_real`` (already a copy here: JAX arrays do not alias)."""
+    return _acg().view_as_real(input)
+
+
+def view_as_complex_copy(input: Tensor) -> Tensor:
+    return _acg().view_as_complex(input)
+
+
+class Future:
+    """A finished ``torch.Future`` (what :func:`fork` returns: eager PyTorch runs the forked
+    function at once, too)."""
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def wait(self) -> Any:
+        return self._value
+
+    value = wait
+
+    def done(self) -> bool:
+        return True
+
+    def then(self, callback: Any) -> "Future":
+        return Future(callback(self))
+
+
+def fork(func: Any, *args: Any, **kwargs: Any) -> Future:
+    """``torch.fork`` outside TorchScript: runs ``func`` now; :func:`wait` returns its value.
+
+    >>> import autograd_compile as acg
+    >>> acg.wait(acg.fork(lambda a: a + 1, 2))
+    3
+    """
+    return Future(func(*args, **kwargs))
+
+
+def wait(future: Future) -> Any:
+    return future.wait()
+
+
+def thread_safe_generator() -> Any:
+    """The worker's thread-local generator in a thread DataLoader worker, else None (random ops
+    then use the global generator), as PyTorch. Our workers are processes: None."""
+    from autograd_compile.utils.data import get_worker_info
+    info = get_worker_info()
+    if info is not None and getattr(info, "worker_method", None) == "thread":
+        return getattr(getattr(info, "rng", None), "torch_generator", None)
+    return None
+
+
+class _Named:
+    """A named singleton (``torch.strided``, ``torch.contiguous_format``): prints as PyTorch."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"torch.{self._name}"
+
+    def __reduce__(self) -> Any:
+        return (getattr, (_acg(), self._name))
+
+
+class layout(_Named):  # noqa: N801  (PyTorch's name)
+    """``torch.layout``: only ``strided`` exists here (sparse layouts are left out)."""
+
+
+class memory_format(_Named):  # noqa: N801
+    """``torch.memory_format``: accepted by ``to``/``contiguous``/``empty_like``; a JAX array
+    has no strides, so every format reads the same values."""
+
+
+strided = layout("strided")
+contiguous_format, channels_last = memory_format("contiguous_format"), \
+    memory_format("channels_last")
+channels_last_3d, preserve_format = memory_format("channels_last_3d"), \
+    memory_format("preserve_format")
+
+
+def install_tail_c_methods(cls: type) -> None:
+    """Tensor methods of this file: stft, istft, as_strided_, layout."""
+    for name in ("stft", "istft", "as_strided_"):
+        if not hasattr(cls, name):
+            setattr(cls, name, globals()[name])
+    if not hasattr(cls, "layout"):
+        cls.layout = property(lambda self: strided)

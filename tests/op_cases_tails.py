@@ -50,3 +50,30 @@ TAILS_CASES = [
     Case("grouped_mm_3d_2d", _gmm, _ref_3d2d, (T(3, 2, 4), T(4, 6), OFFS), double=True),
     Case("grouped_mm_2d_2d", _gmm, _ref_2d2d, (T(2, 8), T(8, 3), KOFFS), double=True),
 ]
+
+
+# -- stft / istft: a direct DFT of each frame as the reference ------------------------------------
+def _stft_ref(x, n_fft, hop, w):
+    pad = n_fft // 2
+    xp = jnp.concatenate([x[..., 1:pad + 1][..., ::-1], x, x[..., -pad - 1:-1][..., ::-1]], -1)
+    n_frames = 1 + (xp.shape[-1] - n_fft) // hop
+    frames = jnp.stack([xp[..., t * hop:t * hop + n_fft] for t in range(n_frames)], -2) * w
+    k = jnp.arange(n_fft // 2 + 1)[:, None] * jnp.arange(n_fft)[None, :]
+    dft = jnp.exp(-2j * jnp.pi * k / n_fft)
+    spec = jnp.einsum("...tn,fn->...ft", frames, dft)
+    return jnp.stack([spec.real, spec.imag], -1)
+
+
+HANN8 = np.hanning(8)
+
+
+def _round_trip(x):
+    w = acg.tensor(HANN8).to(x.dtype)
+    spec = acg.stft(x, 8, hop_length=2, window=w, return_complex=True)
+    return acg.istft(spec, 8, hop_length=2, window=w)
+TAILS_CASES += [
+    Case("stft_hann", lambda x: acg.view_as_real(acg.stft(
+        x, 8, hop_length=3, window=acg.tensor(HANN8).to(x.dtype), return_complex=True)),
+        lambda x: _stft_ref(x, 8, 3, HANN8), (T(2, 20),), double=True),
+    Case("istft_of_stft", lambda x: _round_trip(x) * x, lambda x: x * x, (T(20),)),
+]

@@ -269,3 +269,162 @@ def test_scaled_grouped_mm_tensorwise_and_errors() -> None:
     with pytest.raises(ValueError, match="swizzle"):
         F.scaled_grouped_mm(a8, b8, acg.ones(8), S.RowWise, acg.ones(2, 4), S.RowWise, offs=offs,
                             swizzle_b=F.SwizzleType.SWIZZLE_32_4_4)
+
+
+# -- stft / istft ----------------------------------------------------------------------------------
+STFT = [  # (name, stft kwargs, window length or None, input shape)
+    ("hann_hop_win", dict(n_fft=16, hop_length=3, win_length=10), 10, (2, 64)),
+    ("rect_nocenter_normalized", dict(n_fft=16, center=False, normalized=True), 16, (64,)),
+    ("twosided", dict(n_fft=16, onesided=False), 16, (2, 48)),
+    ("constant_pad", dict(n_fft=16, pad_mode="constant"), 16, (2, 48)),
+    ("align_to_window", dict(n_fft=16, win_length=10, center=False, align_to_window=True), 10,
+     (64,)),
+]
+
+
+@pytest.mark.parametrize("name,kw,wlen,shape", STFT, ids=[c[0] for c in STFT])
+def test_stft_matches_torch_values_and_grads(mode, name, kw, wlen, shape) -> None:
+    torch = pytest.importorskip("torch")
+    rng = _rng(6)
+    x, w = rng.standard_normal(shape), np.hanning(wlen)
+    tx = torch.tensor(x, requires_grad=True)
+    want = torch.view_as_real(torch.stft(tx, window=torch.tensor(w), return_complex=True, **kw))
+    ct = rng.standard_normal(tuple(want.shape))
+    want.backward(torch.tensor(ct))
+    ax = acg.tensor(x, requires_grad=True)
+    got = acg.view_as_real(acg.stft(ax, window=acg.tensor(w), return_complex=True, **kw))
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), atol=1e-12)
+    with mode():
+        (got * acg.tensor(ct)).sum().backward()
+    np.testing.assert_allclose(ax.grad.numpy(), tx.grad.numpy(), atol=1e-12)
+
+
+ISTFT = [  # (name, shared kwargs, istft-only kwargs, window length)
+    ("hann", dict(n_fft=16, hop_length=4), {}, 16),
+    ("length_longer", dict(n_fft=16, hop_length=4), dict(length=70), 16),
+    ("length_shorter_normalized", dict(n_fft=16, normalized=True), dict(length=50), 16),
+    ("twosided_complex_out", dict(n_fft=16, onesided=False), dict(return_complex=True), 16),
+    ("short_window", dict(n_fft=16, win_length=12, hop_length=2), {}, 12),
+    ("rect_nocenter", dict(n_fft=16, hop_length=2, center=False), {}, 16),
+]
+
+
+@pytest.mark.parametrize("name,kw,ikw,wlen", ISTFT, ids=[c[0] for c in ISTFT])
+def test_istft_matches_torch_values_and_grads(mode, name, kw, ikw, wlen) -> None:
+    torch = pytest.importorskip("torch")
+    rng = _rng(7)
+    x, w = rng.standard_normal((2, 64)), np.hanning(wlen)
+    if not kw.get("center", True):  # the first sample needs a non-zero window weight
+        w = np.ones(wlen)
+    tspec = torch.stft(torch.tensor(x), window=torch.tensor(w), return_complex=True,
+                       **kw).detach().requires_grad_(True)
+    want = torch.istft(tspec, window=torch.tensor(w), **kw, **ikw)
+    ct = rng.standard_normal(tuple(torch.view_as_real(want).shape if want.is_complex()
+                                   else want.shape))
+    (torch.view_as_real(want) if want.is_complex() else want).backward(torch.tensor(ct))
+    aspec = acg.tensor(tspec.detach().numpy(), requires_grad=True)
+    got = acg.istft(aspec, window=acg.tensor(w), **kw, **ikw)
+    assert got.dtype == (acg.complex128 if want.is_complex() else acg.float64)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), atol=1e-12)
+    with mode():
+        ((acg.view_as_real(got) if got.is_complex() else got) * acg.tensor(ct)).sum().backward()
+    np.testing.assert_allclose(aspec.grad.numpy(), tspec.grad.numpy(), atol=1e-12)
+
+
+STFT_ERRORS = [  # (call on a module m; torch's message is compared after the call's prefix)
+    lambda m, x, w: m.stft(x, 16),  # return_complex missing for real input
+    lambda m, x, w: m.stft(x, 16, window=w[:10], return_complex=True),
+    lambda m, x, w: m.stft(x, 128, center=False, window=m.ones(128), return_complex=True),
+    lambda m, x, w: m.stft(x, 16, hop_length=0, window=w, return_complex=True),
+    lambda m, x, w: m.stft(x.to(m.complex128), 16, window=w, onesided=True,
+                           return_complex=True),
+    lambda m, x, w: m.stft(x, 16, window=w, align_to_window=True, return_complex=True),
+    lambda m, x, w: m.stft(x.reshape(2, 2, 16), 8, window=w[:8], return_complex=True),
+    lambda m, x, w: m.istft(m.stft(x, 16, window=w, return_complex=True).abs(), 16, window=w),
+    lambda m, x, w: m.istft(m.stft(x, 16, window=w, return_complex=True), 16, window=w,
+                            return_complex=True),
+]
+
+
+@pytest.mark.parametrize("i", range(len(STFT_ERRORS)))
+def test_stft_istft_errors_match_torch(i: int) -> None:
+    torch = pytest.importorskip("torch")
+    call = STFT_ERRORS[i]
+    x, w = np.ones(64), np.hanning(16)
+    with pytest.raises(Exception) as theirs:
+        call(torch, torch.tensor(x), torch.tensor(w))
+    with pytest.raises(type(theirs.value)) as ours:
+        call(acg, acg.tensor(x), acg.tensor(w))
+    assert str(theirs.value).split(" : ")[-1] == str(ours.value).split(" : ")[-1]
+
+
+def test_istft_refuses_a_window_that_leaves_samples_uncovered() -> None:
+    torch = pytest.importorskip("torch")
+    w = np.hanning(16)  # zero at both ends: without centering sample 0 has no weight
+    with pytest.raises(RuntimeError, match="window overlap add min"):
+        torch.istft(torch.stft(torch.ones(64), 16, window=torch.tensor(w), center=False,
+                               return_complex=True), 16, window=torch.tensor(w), center=False)
+    spec = acg.stft(acg.ones(64), 16, window=acg.tensor(w), center=False, return_complex=True)
+    with pytest.raises(RuntimeError, match="window overlap add min"):
+        acg.istft(spec, 16, window=acg.tensor(w), center=False)
+
+
+def test_stft_warns_once_without_a_window_and_tensor_methods() -> None:
+    import autograd_compile.kernels.api_tail_c as tc
+    tc._STFT_WARNED[0] = tc._ISTFT_WARNED[0] = False
+    x = acg.arange(64.0)
+    with pytest.warns(UserWarning, match="A window was not provided"):
+        spec = x.stft(16, return_complex=True)
+    with pytest.warns(UserWarning, match="A window was not provided"):
+        y = spec.istft(16)
+    np.testing.assert_allclose(y.numpy(), x.numpy(), atol=1e-4)
+    with pytest.warns(UserWarning, match="return_complex=False is deprecated"):
+        assert x.stft(16, window=acg.ones(16), return_complex=False).shape == (9, 17, 2)
+
+
+# -- the rest of the long tail -------------------------------------------------------------------
+def test_as_strided_in_place_matches_torch() -> None:
+    torch = pytest.importorskip("torch")
+    t, a = torch.arange(6.0), acg.arange(6.0)
+    assert a.as_strided_((2, 2), (1, 2), 1) is a
+    t.as_strided_((2, 2), (1, 2), 1)
+    np.testing.assert_array_equal(a.numpy(), t.numpy())
+    b = acg.arange(6.0)
+    acg.as_strided_(b, (3,), (2,))
+    np.testing.assert_array_equal(b.numpy(), [0.0, 2.0, 4.0])
+    with pytest.raises(RuntimeError, match="as_strided_"):
+        acg.ones(3, requires_grad=True).as_strided_((2,), (1,))
+
+
+def test_copy_views_fork_wait_layout_and_thread_safe_generator_match_torch() -> None:
+    torch = pytest.importorskip("torch")
+    z = np.array([1 + 2j, -3.5j])
+    np.testing.assert_array_equal(acg.view_as_real_copy(acg.tensor(z)).numpy(),
+                                  torch.view_as_real_copy(torch.tensor(z)).numpy())
+    r = np.array([[1.0, 2.0], [0.5, -1.0]])
+    np.testing.assert_array_equal(acg.view_as_complex_copy(acg.tensor(r)).numpy(),
+                                  torch.view_as_complex_copy(torch.tensor(r)).numpy())
+    fut = acg.fork(lambda a, b=1: a * 10 + b, 4, b=2)
+    assert fut.done() and acg.wait(fut) == torch.wait(torch.jit.fork(lambda a: a * 10 + 2, 4))
+    assert fut.then(lambda f: f.value() + 1).wait() == 43
+    assert repr(acg.strided) == repr(torch.strided) and acg.ones(2).layout is acg.strided
+    assert isinstance(acg.strided, acg.layout) and isinstance(acg.channels_last,
+                                                              acg.memory_format)
+    assert repr(acg.contiguous_format) == repr(torch.contiguous_format)
+    assert acg.thread_safe_generator() is None and torch.thread_safe_generator() is None
+
+
+def test_numpy_of_a_tensor_that_requires_grad_raises_as_torch() -> None:
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError) as theirs:
+        torch.ones(2, requires_grad=True).numpy()
+    x = acg.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError) as ours:
+        x.numpy()
+    assert str(ours.value) == str(theirs.value)
+    np.testing.assert_array_equal(x.numpy(force=True), [1.0, 1.0])
+    np.testing.assert_array_equal(x.detach().numpy(), [1.0, 1.0])
+    with pytest.raises(RuntimeError, match="requires grad"):
+        (x * 2).numpy()  # a non-leaf in the graph too
+    with acg.no_grad():
+        np.testing.assert_array_equal((x * 2).numpy(), [2.0, 2.0])  # made without grad
