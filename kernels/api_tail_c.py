@@ -323,8 +323,7 @@ def _padded_window(window: Tensor | None, n_fft: int, win: int, like: Tensor) ->
 
 
 def F_pad(x: Tensor, pad: tuple, mode: str = "constant") -> Tensor:  # noqa: N802
-    import autograd_compile.nn.functional as F
-    return F.pad(x, pad, mode=mode)
+    return _acg().nn.functional.pad(x, pad, mode=mode)  # attribute, not import: no circle
 
 
 def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: int | None = None,
@@ -470,7 +469,7 @@ def _concrete(t: Tensor) -> bool:
 
 def _overlap_add(frames: Tensor, total: int, n_fft: int, hop: int) -> Tensor:
     """Sum of (B, frames, n_fft) frames placed every ``hop`` samples: (B, total)."""
-    import autograd_compile.nn.functional as F
+    F = _acg().nn.functional
     if frames.is_complex():
         return _acg().complex(_overlap_add(frames.real, total, n_fft, hop),
                               _overlap_add(frames.imag, total, n_fft, hop))
@@ -490,9 +489,11 @@ def as_strided_(input: Tensor, size: Sequence[int], stride: Sequence[int],
     """``input`` becomes ``as_strided(input, size, stride, storage_offset)`` in place (its value
     replaced: our tensors own their values, so a later as_strided_ reads the new value, not the
     original storage)."""
-    from .api_tail_a import as_strided
-    from .api_tail_b import _reshape_inplace
-    return _reshape_inplace("as_strided", as_strided)(input, size, stride, storage_offset)
+    if input.requires_grad:
+        raise RuntimeError("as_strided_: changing the shape in place of a tensor that requires "
+                           "grad is not supported here; use the out-of-place as_strided()")
+    input._set_data(_acg().as_strided(input, size, stride, storage_offset)._data)
+    return input
 
 
 def view_as_real_copy(input: Tensor) -> Tensor:
