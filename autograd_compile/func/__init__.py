@@ -5,8 +5,9 @@ A function of Tensors is made a pure JAX function (its Tensors wrap JAX arrays, 
 while a transform traces it; every op runs its JAX kernel on them), and the transform is JAX's
 own: ``vmap(grad(f))`` is one batched program (``jax.vmap(jax.grad(...))``), not a loop over
 samples. Transforms nest. Results of grad/vjp/jac* are new tensors, detached from the caller's
-autograd graph; ``vmap`` whose inputs (or captured tensors) require grad gives a result in
-that graph (computed sample by sample through our autograd).
+autograd graph. ``vmap`` whose inputs require grad gives a result in that graph: the batched
+program becomes one op of our autograd (backward by ``jax.vjp``); only when a tensor the
+function captures requires grad (JAX cannot see it) does it run sample by sample.
 
 >>> import autograd_compile as acg
 >>> x = acg.tensor([1.0, 2.0, 3.0])
@@ -94,6 +95,9 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
                              f"compatible with the structure of `inputs`. in_dims has structure "
                              f"{len(dims)} but inputs has {len(args)}.")
         if _records((args, kwargs)):  # the result must join the caller's autograd graph
+            out = _vmap_as_op(ops, func, args, kwargs, dims, out_dims, randomness, axis)
+            if out is not _RECORDS:
+                return out
             return _vmap_by_samples(func, args, kwargs, dims, out_dims, randomness)
         recorded, draws = [False], [0]
 
@@ -112,10 +116,101 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             return _vmap_by_samples(func, args, kwargs, dims, out_dims, randomness)
         return _to_tensor(out)
     cache: dict = {}
+    ops: dict = {}
     return wrapper
 
 
 _AXES = itertools.count()
+_OPS = itertools.count()
+
+
+class _Captured(Exception):
+    """Raised inside a trace: a tensor the function captured requires grad."""
+
+
+def _vmap_as_op(ops: dict, func: Callable, args: tuple, kwargs: dict, dims: Any, out_dims: Any,
+                randomness: str, axis: str) -> Any:
+    """vmap whose inputs require grad, as ONE op of our autograd: its kernel is the batched JAX
+    program, its backward ``jax.vjp`` of it (an op again, so it differentiates twice and is
+    captured by compiled autograd). _RECORDS when this cannot serve: a captured tensor requires
+    grad (JAX would not see it), or in_dims nest below an argument."""
+    from autograd_compile.kernels._bridge import jaxop
+    per_arg = dims if isinstance(dims, tuple) else (dims,) * len(args)
+    if any(d is not None and not isinstance(d, int) for d in per_arg) or kwargs or \
+            not isinstance(out_dims, int):
+        return _RECORDS
+    leaves, tree = jax.tree_util.tree_flatten(args, is_leaf=_is_tensor)
+    arg_of = [i for i, a in enumerate(args)
+              for _ in jax.tree_util.tree_leaves(a, is_leaf=_is_tensor)]
+    pos = [i for i, v in enumerate(leaves) if _is_tensor(v)]
+    key = (tree, tuple((tuple(leaves[i].shape), str(leaves[i].dtype)) for i in pos),
+           tuple(v for i, v in enumerate(leaves) if i not in pos), per_arg, out_dims)
+    try:
+        entry = ops.get(key)
+    except TypeError:  # unhashable static values
+        return _RECORDS
+    if entry is None:
+        entry = ops[key] = _batched_op(jaxop, func, leaves, tree, pos,
+                                       [per_arg[arg_of[i]] for i in pos], out_dims,
+                                       randomness, axis)
+    op, out_tree = entry
+    if op is None:
+        return _RECORDS
+    base = Tensor(_call_key({}, args, kwargs, randomness))
+    try:
+        out = op(base, *[leaves[i] for i in pos])
+    except _Captured:
+        ops[key] = (None, None)
+        return _RECORDS
+    out = out if isinstance(out, tuple) else (out,)
+    return jax.tree_util.tree_unflatten(out_tree[0], list(out))
+
+
+@contextlib.contextmanager
+def _without_modes() -> Iterator[None]:
+    """The function runs on JAX tracers: the caller's dispatch modes (fake tensors, proxy
+    tracing of a compiled backward) must not see its ops, only the one op around it."""
+    from autograd_compile.dispatch.keys import TLS
+    saved = TLS.mode_stack, TLS.included, TLS.excluded
+    TLS.mode_stack, TLS.included, TLS.excluded = [], 0, 0
+    try:
+        yield
+    finally:
+        TLS.mode_stack, TLS.included, TLS.excluded = saved
+
+
+def _batched_op(jaxop: Callable, func: Callable, leaves: list, tree: Any, pos: list,
+                in_axes: list, out_dims: int, randomness: str, axis: str) -> tuple:
+    """(the op running ``jax.vmap(func)`` over the tensor leaves, [output tree])."""
+    out_tree: list = []
+
+    def one(base: Any, *arrays: Any) -> tuple:
+        full = list(leaves)
+        for i, a in zip(pos, arrays):
+            full[i] = Tensor(a)
+        with _random_keys(randomness, base, axis, [0]), _without_modes():
+            out = func(*jax.tree_util.tree_unflatten(tree, full))
+        if _records(out):
+            raise _Captured
+        flat, struct = jax.tree_util.tree_flatten(out, is_leaf=_is_tensor)
+        out_tree[:] = [struct]
+        return tuple(t.__jax_array__() if _is_tensor(t) else t for t in flat)
+
+    def kernel(base: Any, *arrays: Any) -> Any:
+        out = jax.vmap(one, in_axes=(None, *in_axes), out_axes=out_dims,
+                       axis_name=axis)(base, *arrays)
+        return out if len(out) > 1 else out[0]
+    try:  # the output count, and whether a captured tensor requires grad
+        n_out = len(jax.eval_shape(lambda b, *a: jax.vmap(
+            one, in_axes=(None, *in_axes), out_axes=out_dims, axis_name=axis)(b, *a),
+            _NO_KEY, *[leaves[i].__jax_array__() for i in pos]))
+    except _Captured:
+        return None, None
+    names = [f"x{i}" for i in range(len(pos))]
+    outs = "Tensor" if n_out == 1 else "(" + ", ".join(["Tensor"] * n_out) + ")"
+    schema = f"vmap_{next(_OPS)}(Tensor key, {', '.join(f'Tensor {n}' for n in names)}) -> {outs}"
+    return jaxop(schema, kernel, diff=names), out_tree
+
 _RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please either "
                  "use the 'same' or 'different' randomness flags on vmap or perform the "
                  "randomness operation out of vmap")
