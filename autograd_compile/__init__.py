@@ -86,3 +86,7 @@ _install_tail_a(Tensor)
 from .kernels.api_tail_b import *  # noqa: E402,F401,F403
 from .kernels.api_tail_b import install_tail_b_methods as _install_tail_b  # noqa: E402
 _install_tail_b(Tensor)
+# -- tails (issue 20/21 leftovers): float8 dtypes; grouped/scaled mm live in nn.functional
+from .kernels.api_tail_c import *  # noqa: E402,F401,F403
+from .kernels.api_tail_c import install_tail_c_methods as _install_tail_c  # noqa: E402
+_install_tail_c(Tensor)

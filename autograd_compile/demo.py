@@ -104,7 +104,7 @@ def train(system: str, steps: int, batch: int, log_every: int) -> dict[str, Any]
         losses.append(loss.item())
         if log_every and (step % log_every == 0 or step == steps - 1):
             print(f"  [{system:8s}] step {step:4d}  loss {losses[-1]:.4f}")
-    params = [p.numpy() for p in model.parameters()]
+    params = [p.detach().numpy() for p in model.parameters()]
     return {"losses": losses, "times": times, "params": params, "hook_calls": log.calls,
             "step_times": step_times}
 

@@ -295,10 +295,17 @@ class Tensor:
         return np.asarray(_host_read(self._data, "convert to numpy"), dtype=dtype)
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        """The value as a numpy array. PyTorch refuses a tensor that requires grad ("Can't
-        call numpy() on Tensor that requires grad"); we allow it for now (the suite's own
-        tests lean on it; a jax array is immutable, so the copy is safe). A global tensor
-        split over processes raises unless replicated (see ``kernels/_host.py``)."""
+        """The value as a numpy array. As PyTorch, a tensor that requires grad is refused
+        (its value would leave the graph silently) unless ``force=True``. A global tensor
+        split over processes raises unless replicated (see ``kernels/_host.py``).
+
+        >>> import autograd_compile as acg
+        >>> acg.ones(2, requires_grad=True).detach().numpy()
+        array([1., 1.], dtype=float32)
+        """
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
         return _host_read(self._data, "call numpy() on")
 
     def item(self) -> Any:

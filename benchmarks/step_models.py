@@ -119,7 +119,7 @@ def _gpt(smoke: bool, batch: int | None) -> StepModel:
     def make_model() -> Any:
         acg.manual_seed(0)  # the same initial parameters for every system
         return gpt.GPT(config)
-    params = {k: p.numpy().copy() for k, p in make_model().named_parameters()}
+    params = {k: p.detach().numpy().copy() for k, p in make_model().named_parameters()}
 
     def acg_build() -> tuple[dict[str, acg.Tensor], AcgLoss, Callable[[Callable], AcgLoss]]:
         model = make_model()

@@ -60,7 +60,7 @@ def build_rnn(smoke: bool = False, batch: int | None = None) -> StepModel:
     """The ``rnn`` step workload at full or smoke size; ``batch`` overrides the batch."""
     sizes = dict(RNN_SIZES[1 if smoke else 0])
     sizes["batch"] = batch or sizes["batch"]
-    params = {k: p.numpy().copy() for k, p in _acg_lstm(sizes).named_parameters()}
+    params = {k: p.detach().numpy().copy() for k, p in _acg_lstm(sizes).named_parameters()}
     rng = np.random.default_rng(0)
     x = rng.standard_normal((sizes["seq"], sizes["batch"], sizes["input"])).astype(np.float32)
 

@@ -127,7 +127,7 @@ def _build_attention(name: str, s: dict[str, int]) -> Workload:
 def _build_train(name: str, s: dict[str, int]) -> Workload:
     """The demo's model, data and hooks (imported from autograd_compile.demo)."""
     model = demo.make_model(SEED)
-    params = {n: p.numpy().astype(np.float32) for n, p in model.named_parameters()}
+    params = {n: p.detach().numpy().astype(np.float32) for n, p in model.named_parameters()}
     x, y = demo.make_data(s["batch"] * 16, SEED)
     w = Workload(name, params, {"x": x[:s["batch"]], "y": y[:s["batch"]]}, train_forward, s,
                  tensor_hooks=True, post_acc_log=True)

@@ -113,7 +113,7 @@ def main(steps: int = 60, mode: str = "eager", batch_size: int = 32, seed: int =
                   f"lr {scheduler.get_last_lr()[0]:.3f}  {step_times[-1] * 1e3:.1f} ms")
     return {"losses": losses, "step_times": step_times, "grad_norms": grad_norms,
             "hook_calls": grads.calls, "model": model, "accuracy": evaluate(model, test),
-            "params": {n: p.numpy() for n, p in model.named_parameters()},
+            "params": {n: p.detach().numpy() for n, p in model.named_parameters()},
             "buffers": {n: b.numpy() for n, b in model.named_buffers()}}
 
 

@@ -231,7 +231,7 @@ def main(steps: int = 100, mode: str = "eager", batch_size: int = 16, seed: int 
                   f"lr {scheduler.get_last_lr()[0]:.2e}  {step_times[-1] * 1e3:.1f} ms")
     return {"losses": losses, "step_times": step_times, "grad_norms": grad_norms,
             "hook_calls": grads.calls, "model": model, "data": data,
-            "params": {n: p.numpy() for n, p in model.named_parameters()}}
+            "params": {n: p.detach().numpy() for n, p in model.named_parameters()}}
 
 
 def sample(model: GPT, data: CharData, prompt: str = "The ", n: int = 80,

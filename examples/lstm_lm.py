@@ -279,7 +279,7 @@ def main(model: str = "LSTM", steps: int = 0, epochs: int = 1, mode: str = "eage
         best_val = min(best_val, val_loss)
     return {"losses": losses, "step_times": step_times, "val_ppl": val_ppl,
             "test_ppl": math.exp(evaluate(net, test_data, 4, bptt)), "model": net,
-            "corpus": corpus, "params": {n: p.numpy() for n, p in net.named_parameters()}}
+            "corpus": corpus, "params": {n: p.detach().numpy() for n, p in net.named_parameters()}}
 
 
 if __name__ == "__main__":

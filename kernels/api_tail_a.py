@@ -151,7 +151,7 @@ def frexp(input: Tensor) -> _FrexpOut:
     """Mantissa in [0.5, 1) and int32 exponent with ``input = mantissa * 2**exponent``."""
     if not input.is_floating_point():
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
-    m, e = jnp.frexp(jnp.asarray(input.numpy()))
+    m, e = jnp.frexp(jnp.asarray(input.detach().numpy()))
     return _FrexpOut(_acg.tensor(np.asarray(m), dtype=input.dtype),
                      _acg.tensor(np.asarray(e).astype(np.int32)))
 

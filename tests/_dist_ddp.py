@@ -79,7 +79,7 @@ def train(mode: str, ddp: bool, shard_params: bool = False, hooks: bool = False,
         if first is None:
             first = {n: p.grad.numpy().copy() for n, p in model.named_parameters()}
         opt.step()
-    return dict(params={n: p.numpy() for n, p in model.named_parameters()}, first=first,
+    return dict(params={n: p.detach().numpy() for n, p in model.named_parameters()}, first=first,
                 specs={n: _spec(p._data) for n, p in model.named_parameters()},
                 devices={n: len(p._data.sharding.device_set) for n, p in
                          model.named_parameters()},
@@ -110,7 +110,7 @@ def diff(a: dict, b: dict) -> float:
 def main(modes: list[str]) -> None:
     dist.init()
     ref = train("eager", ddp=False)
-    init = {n: p.numpy() for n, p in make_model().named_parameters()}
+    init = {n: p.detach().numpy() for n, p in make_model().named_parameters()}
     jg = jax_grads(init, *data(0))
     out = {"jax_vs_ref": diff({k: np.asarray(v) for k, v in jg.items()}, ref["first"])}
     for mode in modes:

@@ -95,9 +95,9 @@ def train_with_sampler(rank: int, world: int) -> dict:
             losses.append(abs(loss.item() - solo_loss.item()))  # a replicated scalar reads
             opt_solo.step()
             steps += 1
-    diff = max(float(np.max(np.abs(p.numpy() - q.numpy())))
+    diff = max(float(np.max(np.abs(p.detach().numpy() - q.detach().numpy())))
                for p, q in zip(model.parameters(), solo.parameters()))
-    moved = max(float(np.max(np.abs(p.numpy() - q.numpy())))
+    moved = max(float(np.max(np.abs(p.detach().numpy() - q.detach().numpy())))
                 for p, q in zip(model.parameters(), make_model(0).parameters()))
     return dict(diff=diff, steps=steps, moved=moved, loss=max(losses))
 
@@ -105,14 +105,14 @@ def train_with_sampler(rank: int, world: int) -> dict:
 def value(t: acg.Tensor) -> np.ndarray:
     """The whole value of a tensor split over processes (a collective: every rank calls)."""
     if t._data.is_fully_addressable or t._data.is_fully_replicated:
-        return t.numpy()
+        return t.detach().numpy()
     from jax.experimental import multihost_utils
     return np.asarray(multihost_utils.process_allgather(t._data, tiled=True))
 
 
 def train(rank: int, world: int) -> dict:
     solo = make_model(0)
-    ref = {n: p.numpy() for n, p in run(solo, solo, "eager", 0, 0).items()}
+    ref = {n: p.detach().numpy() for n, p in run(solo, solo, "eager", 0, 0).items()}
     out = {}
     for mode, sharded in (("eager", False), ("compiled-jax", False), ("compiled-jax", True)):
         model = make_model(seed=rank)  # ranks differ: DDP must broadcast rank 0's values

@@ -49,7 +49,7 @@ def main() -> None:
         ddp_error = str(e)
     metric = dist.all_reduce(acg.tensor([1.0, 5.0]), op="max").tolist()
     emit(specs=specs, error=error, ddp_error=ddp_error, same=again is x, metric=metric, world=[dist.get_rank(), dist.get_world_size()],
-         mesh=dict(mesh.shape), x=x.numpy().tolist(), xn=xn.tolist())
+         mesh=dict(mesh.shape), x=x.detach().numpy().tolist(), xn=xn.tolist())
 
 
 if __name__ == "__main__":

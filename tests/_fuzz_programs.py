@@ -743,7 +743,7 @@ def run_acg(program: Program, seed: int, mode: Callable) -> Result:
             loss.backward(retain_graph=k + 1 < program.n_backward)
     retained = {h.target: _np(values[h.target].grad) for h in program.hooks if h.kind == "retain"}
     return Result([_np(t.grad) for t in leaves], retained, log,
-                  [np.asarray(v.numpy()) for v in values])
+                  [np.asarray(v.detach().numpy()) for v in values])
 
 
 def loss_of(values: list, loss: tuple) -> Any:
@@ -755,7 +755,7 @@ def loss_of(values: list, loss: tuple) -> Any:
 
 
 def _np(t: acg.Tensor | None) -> np.ndarray | None:
-    return None if t is None else np.array(t.numpy())
+    return None if t is None else np.array(t.detach().numpy())
 
 
 def _scaled(gs: tuple, c: float) -> tuple:
@@ -776,7 +776,7 @@ def _register(h: Hook, k: int, t: acg.Tensor, log: list, leaves: list) -> None:
     c = h.scale
 
     def record(*arrays: Any) -> None:
-        log.append((k, [np.array(a.numpy()) for a in arrays if a is not None],
+        log.append((k, [np.array(a.detach().numpy()) for a in arrays if a is not None],
                     [_np(leaf.grad) for leaf in leaves]))
     if h.kind == "tensor":
         def fn(g):

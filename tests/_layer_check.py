@@ -17,7 +17,7 @@ def _forward(module: Any, inputs: Sequence[np.ndarray], params: Sequence[np.ndar
     with acg.no_grad():
         for p, value in zip(module.parameters(), params):
             p.data = acg.tensor(value)
-        return np.asarray(module(*[acg.tensor(x) for x in inputs], **kwargs).numpy())
+        return np.asarray(module(*[acg.tensor(x) for x in inputs], **kwargs).detach().numpy())
 
 
 def numerical_grads(module: Any, inputs: list[np.ndarray], params: list[np.ndarray],
@@ -66,7 +66,7 @@ def check_layer_grads(module: Any, inputs: list[np.ndarray], mode: Any, kwargs: 
     ``requires_grad``: which inputs to differentiate (default: the floating ones)."""
     kwargs = kwargs or {}
     module = module.double()
-    params = [p.numpy().copy() for p in module.parameters()]
+    params = [p.detach().numpy().copy() for p in module.parameters()]
     differentiable = list(requires_grad) if requires_grad is not None else [
         bool(np.issubdtype(x.dtype, np.floating)) for x in inputs]
     (out, cot), analytic = _analytic(module, inputs, differentiable, seed, kwargs, mode)

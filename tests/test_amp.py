@@ -24,7 +24,7 @@ def _randn(*shape: int, dtype: str = "float32") -> acg.Tensor:
 
 
 def _f32(t: acg.Tensor) -> np.ndarray:
-    return np.asarray(t.float().numpy())
+    return np.asarray(t.float().detach().numpy())
 
 
 # -- op tables: output dtypes ---------------------------------------------------------------
@@ -55,7 +55,7 @@ def test_mm_under_autocast_is_the_bfloat16_product() -> None:
     with acg.autocast("cpu"):
         out = acg.mm(A, B)
     expected = jnp.matmul(jnp.asarray(A).astype(jnp.bfloat16), jnp.asarray(B).astype(jnp.bfloat16))
-    np.testing.assert_array_equal(np.asarray(out.numpy()), np.asarray(expected))
+    np.testing.assert_array_equal(np.asarray(out.detach().numpy()), np.asarray(expected))
 
 
 H = _randn(3, 5).bfloat16()  # bfloat16 activations and targets
@@ -78,7 +78,7 @@ def test_float32_ops_run_in_float32_on_the_upcast_inputs(name: str) -> None:
         out = op(*inputs)
     assert op(*inputs).dtype == BF16 and out.dtype == F32
     upcast = [t.float() if t.dtype == BF16 else t for t in inputs]
-    assert_close(out.numpy(), op(*upcast).numpy(), rtol=1e-6, atol=1e-6)
+    assert_close(out.detach().numpy(), op(*upcast).detach().numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_other_ops_keep_their_types_and_ineligible_inputs_are_not_cast() -> None:
@@ -110,7 +110,7 @@ def test_cuda_table_float16_and_float32_ops(as_if_cuda: None) -> None:
     assert (mm.dtype, lin.dtype, h.dtype) == (F16, F16, F16)
     assert (sm.dtype, ls.dtype, ln.dtype, ex.dtype, total.dtype) == (F32,) * 5
     assert sm_explicit.dtype == F16  # an explicit dtype= is respected (fp32_set_opt_dtype)
-    assert_close(sm.numpy(), h.float().softmax(-1).numpy())
+    assert_close(sm.detach().numpy(), h.float().softmax(-1).detach().numpy())
     assert policy_of("cuda", "softmax.int") == "fp32_set_opt_dtype"
     assert policy_of("cpu", "softmax.int") is None
 
@@ -353,7 +353,7 @@ def test_grad_scaler_sequence_matches_the_hand_computed_rule(mode) -> None:
             assert_close(w.grad.numpy(), x)  # unscaled before the step
             w_ref = w_ref - np.float32(0.1) * x
         scaler.update()
-        assert_close(w.numpy(), w_ref)  # a step with an inf gradient was skipped
+        assert_close(w.detach().numpy(), w_ref)  # a step with an inf gradient was skipped
         assert (scaler.get_scale(), scaler._get_growth_tracker()) == (scale, tracker)
 
 
@@ -369,7 +369,7 @@ def test_unscale_then_clip_sees_the_true_gradients() -> None:
     total = acg.nn.utils.clip_grad_norm_([w, b], max_norm=1.0)
     assert_close(total.item(), math.sqrt(101.0))
     scaler.step(opt)  # does not unscale a second time
-    assert_close(w.numpy(), np.array([3.0, 4.0]) - np.array([6.0, 8.0]) / math.sqrt(101.0),
+    assert_close(w.detach().numpy(), np.array([3.0, 4.0]) - np.array([6.0, 8.0]) / math.sqrt(101.0),
                  rtol=1e-5, atol=1e-5)
 
 
@@ -406,13 +406,13 @@ def test_state_dict_round_trip_continues_identically() -> None:
     fresh = acg.amp.GradScaler("cpu")
     fresh.load_state_dict(sd)
     assert fresh.state_dict() == sd  # before its first scale(): from the loaded init values
-    w2 = acg.nn.Parameter(acg.tensor(w.numpy()))
+    w2 = acg.nn.Parameter(acg.tensor(w.detach().numpy()))
     opt2 = acg.optim.SGD([w2], lr=0.1)
     for x in xs[3:]:
         _one_scaled_step(scaler, opt, w, x)
         _one_scaled_step(fresh, opt2, w2, x)
         assert fresh.state_dict() == scaler.state_dict()
-    np.testing.assert_array_equal(w.numpy(), w2.numpy())
+    np.testing.assert_array_equal(w.detach().numpy(), w2.detach().numpy())
 
 
 def test_disabled_scaler_is_a_pass_through() -> None:
@@ -424,7 +424,7 @@ def test_disabled_scaler_is_a_pass_through() -> None:
     w.grad = acg.tensor([float("inf")])
     scaler.unscale_(opt)
     assert scaler.step(opt, closure=lambda: 7.0) == 7.0  # optimizer.step's return, even on inf
-    assert not np.isfinite(w.numpy()).any()
+    assert not np.isfinite(w.detach().numpy()).any()
     scaler.update()
     assert scaler.state_dict() == {}
     scaler.load_state_dict({})  # a no-op
@@ -520,7 +520,7 @@ def _train(mode, scaler: acg.amp.GradScaler, steps: int = 5) -> tuple[list[float
         scaler.update()
         opt.zero_grad(set_to_none=True)
         losses.append(loss.item())
-    return losses, [p.numpy() for p in model.parameters()]
+    return losses, [p.detach().numpy() for p in model.parameters()]
 
 
 @pytest.mark.parametrize("mode_name", [

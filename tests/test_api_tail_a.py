@@ -116,7 +116,7 @@ def test_methods(name, args):
     e = _out(getattr(torch.tensor(args[0]), name)(*[_conv(a, torch) for a in args[1:]]))
     g = _out(getattr(acg.tensor(args[0]), name)(*[_conv(a, acg) for a in args[1:]]))
     for x, y in zip(e, g):
-        np.testing.assert_allclose(y.numpy(), x.numpy(), rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(y.detach().numpy(), x.detach().numpy(), rtol=1e-6, atol=1e-9)
 
 
 INPLACE = [("asin_", (A34,)), ("cosh_", (A34,)), ("atan2_", (A34, B34)), ("frac_", (A34 * 4,)),
@@ -130,12 +130,12 @@ INPLACE = [("asin_", (A34,)), ("cosh_", (A34,)), ("atan2_", (A34, B34)), ("frac_
 @pytest.mark.parametrize("name,args", INPLACE)
 def test_inplace_methods(name, args):
     t, a = torch.tensor(args[0]), acg.tensor(args[0])
-    before = a.numpy().copy()
+    before = a.detach().numpy().copy()
     rt = getattr(t, name)(*[_conv(v, torch) for v in args[1:]])
     ra = getattr(a, name)(*[_conv(v, acg) for v in args[1:]])
     assert ra is a
-    np.testing.assert_allclose(a.numpy(), t.numpy(), rtol=1e-6, atol=1e-9)
-    assert rt is t and not np.array_equal(before, a.numpy())
+    np.testing.assert_allclose(a.detach().numpy(), t.detach().numpy(), rtol=1e-6, atol=1e-9)
+    assert rt is t and not np.array_equal(before, a.detach().numpy())
 
 
 @pytest.mark.parametrize("name,args", [("abs_", (A34,)), ("acos_", (A34,)), ("clamp_", (A34, 0)),
@@ -144,7 +144,7 @@ def test_inplace_functions(name, args):
     t, a = torch.tensor(args[0]), acg.tensor(args[0])
     getattr(torch, name)(t, *args[1:])
     getattr(acg, name)(a, *args[1:])
-    np.testing.assert_allclose(a.numpy(), t.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(a.detach().numpy(), t.detach().numpy(), rtol=1e-6)
 
 
 def test_inplace_int_error():
@@ -168,7 +168,7 @@ def test_cummax_cummin():
         e = getattr(torch, op)(torch.tensor(x, requires_grad=True), 1)
         xa = acg.tensor(x, requires_grad=True)
         g = getattr(acg, op)(xa, 1)
-        np.testing.assert_array_equal(g.indices.numpy(), e.indices.numpy())
+        np.testing.assert_array_equal(g.indices.detach().numpy(), e.indices.detach().numpy())
         np.testing.assert_allclose(g.values.detach().numpy(), e.values.detach().numpy())
         g.values.sum().backward()
         xt = torch.tensor(x, requires_grad=True)
@@ -189,7 +189,7 @@ def test_shapes_and_stacks():
                      ("column_stack", (V3, M34))]:
         e = getattr(torch, name)([torch.tensor(x) for x in xs])
         g = getattr(acg, name)([acg.tensor(x) for x in xs])
-        np.testing.assert_allclose(g.numpy(), e.numpy())
+        np.testing.assert_allclose(g.detach().numpy(), e.detach().numpy())
     e = torch.broadcast_tensors(torch.tensor(V4), torch.tensor(_a(3, 1)))
     g = acg.broadcast_tensors(acg.tensor(V4), acg.tensor(_a(3, 1)))
     assert [tuple(t.shape) for t in g] == [tuple(t.shape) for t in e]
@@ -199,27 +199,27 @@ def test_shapes_and_stacks():
         g = getattr(acg, name)(acg.tensor(x), arg)
         assert len(e) == len(g)
         for a, b in zip(g, e):
-            np.testing.assert_allclose(a.numpy(), b.numpy())
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy())
 
 
 def test_misc_values():
     x = np.array([0.0, 0.75, -3.5, 1024.0, 1e-3])
     m, e = acg.frexp(acg.tensor(x))
     mt, et = torch.frexp(torch.tensor(x))
-    np.testing.assert_allclose(m.numpy(), mt.numpy())
-    np.testing.assert_array_equal(e.numpy(), et.numpy())
+    np.testing.assert_allclose(m.detach().numpy(), mt.detach().numpy())
+    np.testing.assert_array_equal(e.detach().numpy(), et.detach().numpy())
     assert str(e.dtype).endswith("int32")
     r = acg.aminmax(acg.tensor(M34), dim=1)
     rt = torch.aminmax(torch.tensor(M34), dim=1)
-    np.testing.assert_allclose(r.min.numpy(), rt.min.numpy())
-    np.testing.assert_allclose(r.max.numpy(), rt.max.numpy())
+    np.testing.assert_allclose(r.min.detach().numpy(), rt.min.detach().numpy())
+    np.testing.assert_allclose(r.max.detach().numpy(), rt.max.detach().numpy())
     h = acg.histc(acg.tensor(A34.astype(np.float32)), bins=5)
-    np.testing.assert_allclose(h.numpy(), torch.histc(torch.tensor(A34.astype(np.float32)),
-                                                      bins=5).numpy())
+    np.testing.assert_allclose(h.detach().numpy(), torch.histc(torch.tensor(A34.astype(np.float32)),
+                                                      bins=5).detach().numpy())
     for name in ("hann_window", "hamming_window", "blackman_window", "bartlett_window"):
         for periodic in (True, False):
-            np.testing.assert_allclose(getattr(acg, name)(7, periodic).numpy(),
-                                       getattr(torch, name)(7, periodic).numpy(), atol=1e-6)
+            np.testing.assert_allclose(getattr(acg, name)(7, periodic).detach().numpy(),
+                                       getattr(torch, name)(7, periodic).detach().numpy(), atol=1e-6)
     t = acg.tensor([1.0])
     assert acg.asarray(t) is t
     assert acg.asarray([1, 2]).tolist() == [1, 2]
@@ -266,12 +266,12 @@ def test_second_batch(name, args, kw, diff):
 def test_histogram_frobenius_and_misc():
     y = _a(2, 5)
     h, ht = acg.histogram(acg.tensor(y), 4), torch.histogram(torch.tensor(y), 4)
-    np.testing.assert_allclose(h.hist.numpy(), ht.hist.numpy())
-    np.testing.assert_allclose(h.bin_edges.numpy(), ht.bin_edges.numpy())
+    np.testing.assert_allclose(h.hist.detach().numpy(), ht.hist.detach().numpy())
+    np.testing.assert_allclose(h.bin_edges.detach().numpy(), ht.bin_edges.detach().numpy())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ft = torch.frobenius_norm(torch.tensor(M34), (1,))
-    np.testing.assert_allclose(acg.frobenius_norm(acg.tensor(M34), (1,)).numpy(), ft.numpy())
+    np.testing.assert_allclose(acg.frobenius_norm(acg.tensor(M34), (1,)).detach().numpy(), ft.detach().numpy())
     buf = np.arange(5, dtype=np.float32).tobytes()
     assert acg.frombuffer(buf, dtype=acg.float32, count=3, offset=4).tolist() == [1.0, 2.0, 3.0]
     assert tuple(acg.empty_strided((2, 3), (3, 1)).shape) == (2, 3)
@@ -281,7 +281,7 @@ def test_histogram_frobenius_and_misc():
     assert acg.autocast_decrement_nesting() == depth - 1
     x = acg.ones(2, 3, 4, 4)
     out = acg.feature_dropout(x, 0.5, True)
-    per_channel = out.numpy().reshape(2, 3, -1)
+    per_channel = out.detach().numpy().reshape(2, 3, -1)
     assert np.all(per_channel.min(-1) == per_channel.max(-1))  # whole channels kept or dropped
     assert set(np.unique(per_channel)) <= {0.0, 2.0}
     assert acg.feature_dropout(x, 0.5, False) is x
@@ -304,7 +304,7 @@ def test_random_fills():
     assert g.min().item() >= 1 and abs(g.mean().item() - 2.0) < 0.15
     c = acg.zeros(4000).cauchy_(1.0, 2.0)
     assert abs(c.median().item() - 1.0) < 0.3 if hasattr(c, "median") else \
-        abs(np.median(c.numpy()) - 1.0) < 0.3
+        abs(np.median(c.detach().numpy()) - 1.0) < 0.3
 
 
 @pytest.mark.parametrize("kw", [{}, {"spacing": 2.0, "edge_order": 2}, {"dim": 1},
@@ -333,9 +333,9 @@ def test_histogramdd_cond_eig_autocast():
     p = R.random((20, 2))
     h, ht = acg.histogramdd(acg.tensor(p), bins=[3, 4]), torch.histogramdd(torch.tensor(p),
                                                                               bins=[3, 4])
-    np.testing.assert_allclose(h.hist.numpy(), ht.hist.numpy())
+    np.testing.assert_allclose(h.hist.detach().numpy(), ht.hist.detach().numpy())
     for a, t in zip(h.bin_edges, ht.bin_edges):
-        np.testing.assert_allclose(a.numpy(), t.numpy())
+        np.testing.assert_allclose(a.detach().numpy(), t.detach().numpy())
     x = acg.tensor(1.0)
     assert acg.cond(acg.tensor(True), lambda v: v + 1, lambda v: v - 1, (x,)).item() == 2.0
     assert acg.cond(False, lambda v: v + 1, lambda v: v - 1, (x,)).item() == 0.0
@@ -347,7 +347,7 @@ def test_histogramdd_cond_eig_autocast():
             str(torch.get_autocast_ipu_dtype()).split(".")[-1])
         assert str(acg.get_autocast_xla_dtype()).endswith(
             str(torch.get_autocast_xla_dtype()).split(".")[-1])
-    np.testing.assert_allclose(acg.as_strided_copy(acg.tensor(M34), (2, 2), (4, 1)).numpy(),
+    np.testing.assert_allclose(acg.as_strided_copy(acg.tensor(M34), (2, 2), (4, 1)).detach().numpy(),
                                M34[:2, :2])
 
 
@@ -356,7 +356,7 @@ def test_binomial():
     n = acg.full((4000,), 10.0, dtype=acg.float64)
     p = acg.full((4000,), 0.3, dtype=acg.float64)
     d = acg.binomial(n, p)
-    assert d.dtype == n.dtype and np.all(d.numpy() == np.round(d.numpy()))
+    assert d.dtype == n.dtype and np.all(d.detach().numpy() == np.round(d.detach().numpy()))
     assert d.min().item() >= 0 and d.max().item() <= 10
     assert abs(d.mean().item() - 3.0) < 0.1 and abs(d.var().item() - 2.1) < 0.25
     with pytest.raises(RuntimeError):
@@ -367,20 +367,20 @@ def test_geqrf_and_hash_tensor():
     a = _a(2, 4, 3)
     h, tau = acg.geqrf(acg.tensor(a))
     ht, taut = torch.geqrf(torch.tensor(a))
-    np.testing.assert_allclose(h.numpy(), ht.numpy(), rtol=1e-6, atol=1e-9)
-    np.testing.assert_allclose(tau.numpy(), taut.numpy(), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(h.detach().numpy(), ht.detach().numpy(), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(tau.detach().numpy(), taut.detach().numpy(), rtol=1e-6, atol=1e-9)
     for x, kw in [(A34.astype(np.float32), {}), (A34, {"dim": 1}), (I1, {"dim": 0,
                                                                        "keepdim": True})]:
         got, exp = acg.hash_tensor(acg.tensor(x), **kw), torch.hash_tensor(torch.tensor(x), **kw)
         assert str(np.dtype(got.dtype)) == "uint64" and tuple(got.shape) == tuple(exp.shape)
-        assert got.numpy().astype(np.uint64).tolist() == \
-            exp.numpy().astype(np.uint64).tolist()
+        assert got.detach().numpy().astype(np.uint64).tolist() == \
+            exp.detach().numpy().astype(np.uint64).tolist()
 
 
 def test_nn_functional_aliases():
     w, idx = _a(5, 3), np.array([[0, 4], [2, 2]])
-    np.testing.assert_allclose(acg.embedding(acg.tensor(w), acg.tensor(idx)).numpy(),
-                               torch.embedding(torch.tensor(w), torch.tensor(idx)).numpy())
+    np.testing.assert_allclose(acg.embedding(acg.tensor(w), acg.tensor(idx)).detach().numpy(),
+                               torch.embedding(torch.tensor(w), torch.tensor(idx)).detach().numpy())
     x = _a(2, 4, 3)
     pairs = [("celu", (x,)), ("cosine_similarity", (M34, _a(3, 4))), ("hardshrink", (x, 0.2)),
              ("group_norm", (x, 2)), ("dropout", (x, 0.5, False)),
@@ -388,12 +388,12 @@ def test_nn_functional_aliases():
     for name, args in pairs:
         e = getattr(torch, name)(*[_conv(a, torch) for a in args])
         g = getattr(acg, name)(*[_conv(a, acg) for a in args])
-        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-6, atol=1e-9, err_msg=name)
+        np.testing.assert_allclose(g.detach().numpy(), e.detach().numpy(), rtol=1e-6, atol=1e-9, err_msg=name)
     rm, rv, wt, b = _a(4), _a(4, lo=0.5, hi=1.5), _a(4), _a(4)
     e = torch.batch_norm(*[torch.tensor(v) for v in (x, wt, b, rm, rv)], False, 0.1, 1e-5, False)
     g = acg.batch_norm(*[acg.tensor(v) for v in (x, wt, b, rm, rv)], False, 0.1, 1e-5, False)
-    np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-6, atol=1e-9)
-    assert acg.dropout(acg.ones(1000), 0.5, True).numpy().mean() == pytest.approx(1.0, abs=0.15)
+    np.testing.assert_allclose(g.detach().numpy(), e.detach().numpy(), rtol=1e-6, atol=1e-9)
+    assert acg.dropout(acg.ones(1000), 0.5, True).detach().numpy().mean() == pytest.approx(1.0, abs=0.15)
 
 
 def test_float_power_inplace_needs_double():
@@ -403,4 +403,4 @@ def test_float_power_inplace_needs_double():
         torch.ones(3).float_power_(2)
     x = acg.tensor(C34)
     x.float_power_(1.5)
-    np.testing.assert_allclose(x.numpy(), C34 ** 1.5)
+    np.testing.assert_allclose(x.detach().numpy(), C34 ** 1.5)

@@ -204,8 +204,8 @@ def test_methods(name, args):
     ours = getattr(acg.tensor(args[0]), name)(*[_conv(a, acg) for a in args[1:]])
     ref = getattr(torch.tensor(args[0]), name)(*[_conv(a, torch) for a in args[1:]])
     for x, y in zip(_flat(ours), _flat(ref)):
-        np.testing.assert_allclose(np.asarray(x.numpy(), dtype=np.float64),
-                                   np.asarray(y.numpy(), dtype=np.float64), rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(x.detach().numpy(), dtype=np.float64),
+                                   np.asarray(y.detach().numpy(), dtype=np.float64), rtol=1e-6)
 
 
 INPLACE = [
@@ -227,12 +227,12 @@ INPLACE = [
 @pytest.mark.parametrize("name,x,args", INPLACE, ids=[c[0] for c in INPLACE])
 def test_inplace_methods(name, x, args):
     ours, ref = acg.tensor(x), torch.tensor(x)
-    before = ours.numpy().copy()
+    before = ours.detach().numpy().copy()
     r1 = getattr(ours, name)(*[_conv(a, acg) for a in args])
     getattr(ref, name)(*[_conv(a, torch) for a in args])
     assert r1 is ours
-    assert not np.array_equal(ours.numpy(), before)
-    np.testing.assert_allclose(ours.numpy(), ref.numpy(), rtol=1e-6, atol=1e-8)
+    assert not np.array_equal(ours.detach().numpy(), before)
+    np.testing.assert_allclose(ours.detach().numpy(), ref.detach().numpy(), rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("name", ["log_", "log10_", "sigmoid_", "relu_", "round_", "rsqrt_",
@@ -241,11 +241,11 @@ def test_inplace_methods(name, x, args):
 def test_torch_inplace(name):
     x = A * 2 if name in ("relu_", "round_", "trunc_", "sinh_", "square_", "rrelu_") else P * 2
     ours, ref = acg.tensor(x), torch.tensor(x)
-    before = ours.numpy().copy()
+    before = ours.detach().numpy().copy()
     getattr(acg, name)(ours)
     getattr(torch, name)(ref)
-    assert not np.array_equal(ours.numpy(), before)
-    np.testing.assert_allclose(ours.numpy(), ref.numpy(), rtol=1e-6)
+    assert not np.array_equal(ours.detach().numpy(), before)
+    np.testing.assert_allclose(ours.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
 
 
 def test_inplace_grad_and_dtype_error(mode):
@@ -271,10 +271,10 @@ def test_factories_and_predicates():
             ours = getattr(acg, f)(*args)
         ref = getattr(torch, f)(*args, **kw)
         assert str(ours.dtype) == str(ref.dtype).replace("torch.", "")
-        np.testing.assert_allclose(ours.numpy(), ref.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(ours.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
     with pytest.warns(UserWarning):
         r = acg.range(1, 4)
-    np.testing.assert_allclose(r.numpy(), [1, 2, 3, 4])
+    np.testing.assert_allclose(r.detach().numpy(), [1, 2, 3, 4])
     assert acg.promote_types(acg.int32, acg.float32) == acg.float32
     assert acg.result_type(acg.tensor([1]), 1.0) == acg.float32
     t = acg.tensor(A)
@@ -310,11 +310,11 @@ def test_nextafter_lcm():
     a, b = np.array([1.0, 2.0, 0.0, -1.5]), np.array([2.0, 0.0, -1.0, -1.5])
     cases = [("nextafter", a, b), ("lcm", I[0], I[1]), ("lcm", np.array([-4, 0]), np.array([6, 3]))]
     for f, x, y in cases:
-        np.testing.assert_array_equal(getattr(acg, f)(acg.tensor(x), acg.tensor(y)).numpy(),
-                                      getattr(torch, f)(torch.tensor(x), torch.tensor(y)).numpy())
+        np.testing.assert_array_equal(getattr(acg, f)(acg.tensor(x), acg.tensor(y)).detach().numpy(),
+                                      getattr(torch, f)(torch.tensor(x), torch.tensor(y)).detach().numpy())
     t = acg.tensor(a)
     t.nextafter_(acg.tensor(b))
-    np.testing.assert_array_equal(t.numpy(), np.nextafter(a, b))
+    np.testing.assert_array_equal(t.detach().numpy(), np.nextafter(a, b))
     with pytest.raises(RuntimeError):
         acg.lcm(acg.tensor(a), acg.tensor(b))
 
@@ -323,13 +323,13 @@ def test_random_fills():
     acg.manual_seed(0)
     x = acg.zeros(20000, dtype=acg.float64)
     x.random_(3, 9)
-    v = x.numpy()
+    v = x.detach().numpy()
     assert v.min() == 3 and v.max() == 8 and np.all(v == np.round(v))
     x.log_normal_(1.0, 0.5)
-    logs = np.log(x.numpy())
+    logs = np.log(x.detach().numpy())
     assert abs(logs.mean() - 1.0) < 0.03 and abs(logs.std() - 0.5) < 0.03
     rates = acg.full((20000,), 4.0)
-    draws = acg.poisson(rates).numpy()
+    draws = acg.poisson(rates).detach().numpy()
     assert abs(draws.mean() - 4.0) < 0.1 and abs(draws.var() - 4.0) < 0.3
     assert np.all(draws == np.round(draws))
     assert x.new_empty_strided((2, 3), (3, 1)).shape == (2, 3)
@@ -345,7 +345,7 @@ def test_shape_inplace(name, args):
     getattr(ref, name)(*args)
     assert tuple(ours.shape) == tuple(ref.shape)
     if name != "resize_" or int(np.prod(args)) <= 3:  # torch leaves grown storage uninitialised
-        np.testing.assert_array_equal(ours.numpy(), ref.numpy())
+        np.testing.assert_array_equal(ours.detach().numpy(), ref.detach().numpy())
     with pytest.raises(RuntimeError):
         getattr(acg.ones(1, 3, requires_grad=True), name)(*args)
 
@@ -363,18 +363,18 @@ def test_resize_and_map2():
     t = acg.tensor(A)
     r = t.resize(2, 5)
     assert r.shape == (2, 5) and t.shape == (3, 4)
-    np.testing.assert_array_equal(r.numpy().ravel(), A.ravel()[:10])
+    np.testing.assert_array_equal(r.detach().numpy().ravel(), A.ravel()[:10])
     assert t.resize_as(acg.tensor(W)).shape == (3,)
     ref = torch.tensor(A)
     ref.map2_(torch.tensor(B), torch.tensor(P), lambda a, b, c: a * b + c)
     t.map2_(acg.tensor(B), acg.tensor(P), lambda a, b, c: a * b + c)
-    np.testing.assert_allclose(t.numpy(), ref.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(t.detach().numpy(), ref.detach().numpy(), rtol=1e-12)
 
 
 def test_vmap_and_flags():
     f = lambda x: (x * x).sum()  # noqa: E731
-    np.testing.assert_allclose(acg.vmap(f)(acg.tensor(A)).numpy(),
-                               torch.vmap(f)(torch.tensor(A)).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(acg.vmap(f)(acg.tensor(A)).detach().numpy(),
+                               torch.vmap(f)(torch.tensor(A)).detach().numpy(), rtol=1e-12)
     for name in ["is_anomaly_enabled", "is_anomaly_check_nan_enabled", "is_autocast_cpu_enabled",
                  "is_autocast_ipu_enabled", "is_autocast_xla_enabled", "is_warn_always_enabled",
                  "is_autocast_cache_enabled"]:

@@ -44,14 +44,14 @@ def test_values_and_grads_match_jax_vjp(mode) -> None:
     x, y = acg.tensor(x0, requires_grad=True), acg.tensor(y0, requires_grad=True)
     a, b = PAIR(x, y)
     for got, want in zip((a, b), _two_out(x0, y0)):
-        np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-12)
+        np.testing.assert_allclose(got.detach().numpy(), np.asarray(want), rtol=1e-12)
     ga, gb = np.random.default_rng(1).standard_normal((3, 4)), np.arange(3.0)
     with mode():
         ((a * acg.tensor(ga)).sum() + (b * acg.tensor(gb)).sum()).backward()
     _, pull = jax.vjp(_two_out, x0, y0)
     wx, wy = pull((ga, gb))
-    np.testing.assert_allclose(x.grad.numpy(), np.asarray(wx), rtol=1e-10)
-    np.testing.assert_allclose(y.grad.numpy(), np.asarray(wy), rtol=1e-10)
+    np.testing.assert_allclose(x.grad.detach().numpy(), np.asarray(wx), rtol=1e-10)
+    np.testing.assert_allclose(y.grad.detach().numpy(), np.asarray(wy), rtol=1e-10)
 
 
 def test_one_output_unused_gets_zero_cotangent(mode) -> None:
@@ -60,7 +60,7 @@ def test_one_output_unused_gets_zero_cotangent(mode) -> None:
     a, _ = PAIR(x, acg.tensor(y0))
     with mode():
         a.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), np.cos(x0) * y0, rtol=1e-12)
+    np.testing.assert_allclose(x.grad.detach().numpy(), np.cos(x0) * y0, rtol=1e-12)
 
 
 def test_double_backward_matches_jax_hessian(mode) -> None:
@@ -82,8 +82,8 @@ def test_double_backward_matches_jax_hessian(mode) -> None:
         return (gx * v).sum() + gy.sum()
     wx, wy = jax.grad(g, (0, 1))(x0, y0)
     np.testing.assert_allclose(gx.detach().numpy(), np.asarray(jax.grad(f)(x0, y0)), rtol=1e-10)
-    np.testing.assert_allclose(x.grad.numpy(), np.asarray(wx), rtol=1e-9)
-    np.testing.assert_allclose(y.grad.numpy(), np.asarray(wy), rtol=1e-9)
+    np.testing.assert_allclose(x.grad.detach().numpy(), np.asarray(wx), rtol=1e-9)
+    np.testing.assert_allclose(y.grad.detach().numpy(), np.asarray(wy), rtol=1e-9)
 
 
 def test_third_order_derivative() -> None:
@@ -92,17 +92,17 @@ def test_third_order_derivative() -> None:
     g2, = acg.autograd.grad(g1.sum(), x, create_graph=True)
     g2.sum().backward()
     d3 = jax.vmap(jax.grad(jax.grad(jax.grad(lambda t: 1.5 * jnp.tanh(t)))))
-    np.testing.assert_allclose(x.grad.numpy(), np.asarray(d3(jnp.array([0.3, -0.7]))),
+    np.testing.assert_allclose(x.grad.detach().numpy(), np.asarray(d3(jnp.array([0.3, -0.7]))),
                                rtol=1e-10)
 
 
 def test_scalar_argument_and_diff_subset(mode) -> None:
     x0, y0 = _data(5)
     x, y = acg.tensor(x0, requires_grad=True), acg.tensor(y0, requires_grad=True)
-    np.testing.assert_allclose(SCALE(x, 0.5).numpy(), 0.5 * np.tanh(x0), rtol=1e-12)
+    np.testing.assert_allclose(SCALE(x, 0.5).detach().numpy(), 0.5 * np.tanh(x0), rtol=1e-12)
     with mode():
         ONLY_X(x, y).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), 3 * x0 ** 2 * y0, rtol=1e-12)
+    np.testing.assert_allclose(x.grad.detach().numpy(), 3 * x0 ** 2 * y0, rtol=1e-12)
     assert y.grad is None  # y is not in diff: no gradient flows to it
 
 
@@ -116,7 +116,7 @@ def test_complex_gradient_is_pytorchs_convention(mode) -> None:
     zt = torch.tensor(z0, requires_grad=True)
     ((zt * zt * zt.conj()).abs() ** 2).sum().backward()
     np.testing.assert_allclose(out.detach().numpy(), z0 * z0 * np.conj(z0), rtol=1e-12)
-    np.testing.assert_allclose(z.grad.numpy(), zt.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(z.grad.detach().numpy(), zt.grad.detach().numpy(), rtol=1e-10)
 
 
 def test_nondifferentiable_op_and_integer_output() -> None:
@@ -142,5 +142,5 @@ def test_shape_rule_under_compile() -> None:
     wl, (wx, wy) = jax.value_and_grad(
         lambda x, y: (lambda a, b: a.sum() * b.mean())(*_two_out(x, y)), (0, 1))(x0, y0)
     np.testing.assert_allclose(loss.item(), float(wl), rtol=1e-12)
-    np.testing.assert_allclose(x.grad.numpy(), np.asarray(wx), rtol=1e-10)
-    np.testing.assert_allclose(y.grad.numpy(), np.asarray(wy), rtol=1e-10)
+    np.testing.assert_allclose(x.grad.detach().numpy(), np.asarray(wx), rtol=1e-10)
+    np.testing.assert_allclose(y.grad.detach().numpy(), np.asarray(wy), rtol=1e-10)

@@ -44,9 +44,9 @@ def test_checkpoint_function_with_closure_params(mode) -> None:
     y = checkpoint(lambda a: net(a) * 2.0, x, use_reentrant=False)
     with mode():
         y.pow(2).sum().backward()
-    assert_close(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert_close(x.grad.detach().numpy(), tx.grad.detach().numpy(), rtol=1e-5, atol=1e-6)
     for p, tp in zip(net.parameters(), tnet.parameters()):
-        assert_close(p.grad.numpy(), tp.grad.numpy(), rtol=1e-5, atol=1e-6)
+        assert_close(p.grad.detach().numpy(), tp.grad.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_checkpoint_module_kwargs_and_non_tensor_args(mode) -> None:
@@ -64,8 +64,8 @@ def test_checkpoint_module_kwargs_and_non_tensor_args(mode) -> None:
     assert_close(out.detach().numpy(), tout.detach().numpy(), rtol=1e-6)
     with mode():
         (out ** 2).sum().backward()
-    assert_close(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
-    assert_close(w.grad.numpy(), tw.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert_close(x.grad.detach().numpy(), tx.grad.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert_close(w.grad.detach().numpy(), tw.grad.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_checkpoint_does_not_record_intermediates() -> None:
@@ -88,7 +88,7 @@ def test_checkpoint_dropout_rng_preserved(mode) -> None:
     acg.manual_seed(7)
     x0 = acg.tensor(xn, requires_grad=True)
     block(x0).sum().backward()  # the unchecked oracle, same seed
-    ref_x, ref_w = x0.grad.numpy(), lin.weight.grad.numpy()
+    ref_x, ref_w = x0.grad.detach().numpy(), lin.weight.grad.detach().numpy()
     lin.weight.grad = None
     lin.bias.grad = None
     acg.manual_seed(7)
@@ -97,15 +97,15 @@ def test_checkpoint_dropout_rng_preserved(mode) -> None:
     acg.rand(3)  # the global stream moves on between forward and backward
     with mode():
         y.sum().backward()
-    assert_close(x.grad.numpy(), ref_x)
-    assert_close(lin.weight.grad.numpy(), ref_w)
+    assert_close(x.grad.detach().numpy(), ref_x)
+    assert_close(lin.weight.grad.detach().numpy(), ref_w)
     # without the preserved state the rerun draws other masks: other gradients (test can fail)
     acg.manual_seed(7)
     x2 = acg.tensor(xn, requires_grad=True)
     y2 = checkpoint(block, x2, use_reentrant=False, preserve_rng_state=False)
     with mode():
         y2.sum().backward()
-    assert not np.allclose(x2.grad.numpy(), ref_x)
+    assert not np.allclose(x2.grad.detach().numpy(), ref_x)
 
 
 def test_checkpoint_sequential_matches_torch(mode) -> None:
@@ -117,9 +117,9 @@ def test_checkpoint_sequential_matches_torch(mode) -> None:
     y = checkpoint_sequential(net, 3, x, use_reentrant=False)
     with mode():
         y.sum().backward()
-    assert_close(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert_close(x.grad.detach().numpy(), tx.grad.detach().numpy(), rtol=1e-5, atol=1e-6)
     for p, tp in zip(net.parameters(), tnet.parameters()):
-        assert_close(p.grad.numpy(), tp.grad.numpy(), rtol=1e-5, atol=1e-6)
+        assert_close(p.grad.detach().numpy(), tp.grad.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_checkpoint_autograd_grad_and_no_grad() -> None:
@@ -128,7 +128,7 @@ def test_checkpoint_autograd_grad_and_no_grad() -> None:
     tg, = torch.autograd.grad(tcp.checkpoint(torch.sin, tx, use_reentrant=False).sum(), tx)
     x = acg.tensor(xn, requires_grad=True)
     g, = acg.autograd.grad(checkpoint(acg.sin, x, use_reentrant=False).sum(), x)
-    assert_close(g.numpy(), tg.numpy())
+    assert_close(g.detach().numpy(), tg.detach().numpy())
     with acg.no_grad():
         y = checkpoint(acg.sin, x, use_reentrant=False)
     assert not y.requires_grad
@@ -189,7 +189,7 @@ def test_checkpoint_reaches_global_and_method_parameters(mode) -> None:
     with mode():
         y.backward()
     for p, tp in zip(_NET.parameters(), _TNET.parameters()):
-        assert_close(p.grad.numpy(), tp.grad.numpy(), rtol=1e-5, atol=1e-6)
+        assert_close(p.grad.detach().numpy(), tp.grad.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 class _CkptNet(acg.nn.Module):
@@ -214,9 +214,9 @@ def test_checkpoint_under_acg_compile(mode) -> None:
     y = acg.compile(net)(x).sum()
     with mode():
         y.backward()
-    assert_close(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert_close(x.grad.detach().numpy(), tx.grad.detach().numpy(), rtol=1e-5, atol=1e-6)
     for p, tp in zip(net.parameters(), tnet.parameters()):
-        assert_close(p.grad.numpy(), tp.grad.numpy(), rtol=1e-5, atol=1e-6)
+        assert_close(p.grad.detach().numpy(), tp.grad.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 def _saved_bytes(run, params) -> int:
@@ -278,7 +278,7 @@ def test_context_fn_wraps_forward_and_recomputation() -> None:
                    ).sum().backward()
     assert [n for n, _ in log] == [n for n, _ in tlog] == ["fwd", "recompute"]
     assert log[1][1] and tlog[1][1]  # the recomputation records a graph
-    assert_close(x.grad.numpy(), tx.grad.numpy())
+    assert_close(x.grad.detach().numpy(), tx.grad.detach().numpy())
     with pytest.raises(ValueError, match="only supported when use_reentrant=False"):
         checkpoint(acg.exp, x, use_reentrant=True, context_fn=lambda: (None, None))
 
@@ -294,4 +294,4 @@ def test_checkpoint_double_backward() -> None:
                            x, create_graph=True)
     gg, = acg.autograd.grad(g.pow(2).sum(), x)
     assert_close(g.detach().numpy(), tg.detach().numpy(), rtol=1e-5)
-    assert_close(gg.numpy(), tgg.numpy(), rtol=1e-5, atol=1e-5)
+    assert_close(gg.detach().numpy(), tgg.detach().numpy(), rtol=1e-5, atol=1e-5)

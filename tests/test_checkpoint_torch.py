@@ -182,7 +182,7 @@ def test_torch_reads_what_we_write(tmp_path: Path) -> None:
     back = torch.load(tmp_path / "ours.pt", weights_only=True)
     assert list(back["model"]) == list(net.state_dict())
     for k, v in net.state_dict().items():
-        np.testing.assert_array_equal(back["model"][k].numpy(), np.asarray(v))
+        np.testing.assert_array_equal(back["model"][k].detach().numpy(), np.asarray(v))
         assert str(back["model"][k].dtype).removeprefix("torch.") == str(v.dtype)
     assert back["bf"].dtype == torch.bfloat16 and back["bf"].float().tolist() == [1.5, -2.0]
     assert back["i8"].tolist() == [-3, 7] and back["b"].tolist() == [True, False]
@@ -212,7 +212,7 @@ def test_torch_model_and_optimizer_state_continue_training_here(tmp_path: Path) 
         torch.nn.functional.mse_loss(tm(x), y).backward()
         topt.step()
         opt.zero_grad()
-        acg.nn.functional.mse_loss(net(acg.tensor(x.numpy())), acg.tensor(y.numpy())).backward()
+        acg.nn.functional.mse_loss(net(acg.tensor(x.detach().numpy())), acg.tensor(y.detach().numpy())).backward()
         opt.step()
     np.testing.assert_allclose(np.asarray(net.weight), tm.weight.detach().numpy(), atol=1e-6)
 

@@ -43,7 +43,7 @@ def _jax_grads(x, w1, w2, scale):
 
 
 def jax_grads(x, w1, w2, scale=1.0):
-    return _jax_grads(x.numpy(), w1.numpy(), w2.numpy(), scale)
+    return _jax_grads(x.detach().numpy(), w1.detach().numpy(), w2.detach().numpy(), scale)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -101,7 +101,7 @@ def test_scalar_change_is_lifted_not_recaptured():
             loss_of(x, w1, w2, scale).backward()
         g1, _ = jax_grads(x, w1, w2, scale)
         assert_close(w1.grad, g1, rtol=1e-5)
-        results.append(w1.grad.numpy())
+        results.append(w1.grad.detach().numpy())
     assert ca.counters["captures"] == 1
 
 
@@ -291,7 +291,7 @@ def test_cross_entropy_training_step_matches_eager():
     model = acg.nn.Sequential(acg.nn.Linear(6, 16), acg.nn.GELU(), acg.nn.Linear(16, 3))
     x, y = acg.randn(8, 6), acg.tensor([0, 1, 2, 0, 1, 2, 0, 1])
     F.cross_entropy(model(x), y).backward()
-    eager = [p.grad.numpy() for p in model.parameters()]
+    eager = [p.grad.detach().numpy() for p in model.parameters()]
     model.zero_grad()
     with ca.enable("jax"):
         F.cross_entropy(model(x), y).backward()
@@ -314,7 +314,7 @@ def test_sizes_stay_static_across_host_hook_boundaries():
         model.zero_grad()
         if mode == "eager":
             (out * out).mean().backward()
-            ref = [p.grad.numpy() for p in model.parameters()]
+            ref = [p.grad.detach().numpy() for p in model.parameters()]
         else:
             with ca.enable("jax"):
                 (out * out).mean().backward()
@@ -333,7 +333,7 @@ def test_ops_with_size_arguments_capture(backend):
     def loss():
         return F.layer_norm(x, 16, w).sum() + (v.expand(2, 3) * 1.5).reshape(6).sum()
     loss().backward()
-    ref = [t.grad.numpy() for t in (x, w, v)]
+    ref = [t.grad.detach().numpy() for t in (x, w, v)]
     for t in (x, w, v):
         t.grad = None
     with ca.enable(backend):
@@ -371,7 +371,7 @@ def test_inlined_op_node_collect_matches_the_generic_visit():
     assert fast.col.sizes == generic.col.sizes and fast.col.scalars == generic.col.scalars
     assert [t.shape for t in fast.col.inputs] == [t.shape for t in generic.col.inputs]
     for x, y in zip(fast.col.inputs, generic.col.inputs):
-        np.testing.assert_array_equal(x.numpy(), y.numpy())
+        np.testing.assert_array_equal(x.detach().numpy(), y.detach().numpy())
     assert [i for _, _, i in fast.col.saved_vars] == [i for _, _, i in generic.col.saved_vars]
 
 
@@ -381,7 +381,7 @@ def test_every_argument_kind_graph_is_reused_across_data(backend):
         loss, leaves = _graphs_of_every_argument_kind(seed)
         with ca.enable(backend) if compiled else ca.disable():
             loss.backward()
-        return [t.grad.numpy() for t in leaves]
+        return [t.grad.detach().numpy() for t in leaves]
     for seed in (0, 1, 2):
         for got, want in zip(grads(seed, True), grads(seed, False)):
             assert_close(got, want)
@@ -403,7 +403,7 @@ def test_batch_size_equal_to_a_width_reuses_the_capture(backend):
             w.grad = b.grad = None
             with ctx:
                 F.linear(x, w, b).tanh().sum().backward()
-            grads.append((w.grad.numpy(), b.grad.numpy()))
+            grads.append((w.grad.detach().numpy(), b.grad.detach().numpy()))
         for got, want in zip(*grads):
             assert_close(got, want)
     assert ca.counters["captures"] == 1 and ca.counters["cache_hits"] == 2

@@ -35,7 +35,7 @@ def _loss(x, w, b, p: float = 2.0):
 
 def _jax_grads(x, w, b, p: float = 2.0):
     f = lambda w, b: (jnp.tanh(x @ w.T + b) ** p).mean()
-    return jax.grad(f, argnums=(0, 1))(w.numpy(), b.numpy())
+    return jax.grad(f, argnums=(0, 1))(w.detach().numpy(), b.detach().numpy())
 
 
 def _x(batch: int, seed: int, width: int = 8, dtype=np.float32):

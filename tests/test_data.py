@@ -27,7 +27,7 @@ def test_tensor_dataset_and_sequential_loader():
     batches = list(loader)
     assert len(loader) == 3 and loader.dataset is ds and len(batches) == 3
     for i, (bx, by) in enumerate(batches):
-        np.testing.assert_array_equal(bx.numpy(), x[4 * i: 4 * i + 4])
+        np.testing.assert_array_equal(bx.detach().numpy(), x[4 * i: 4 * i + 4])
         assert by.tolist() == list(range(4 * i, min(4 * i + 4, 10)))
     assert len(DataLoader(ds, batch_size=4, drop_last=True)) == 2
     assert [b[1].tolist() for b in DataLoader(ds, batch_size=4, drop_last=True)][-1] == [4, 5,
@@ -107,7 +107,7 @@ def test_default_collate_like_pytorch():
                               "i": 4, "b": False, "s": "v", "n": np.float32(3.0),
                               "p": Point(3, 4.0), "tup": (5, 6), "lst": [3.0, 4.0]}])
     assert batch["t"].tolist() == [[1, 1], [0, 0]] and batch["t"].dtype == acg.float32
-    np.testing.assert_array_equal(batch["a"].numpy(), np.stack([np.zeros((2, 2)),
+    np.testing.assert_array_equal(batch["a"].detach().numpy(), np.stack([np.zeros((2, 2)),
                                                                 np.ones((2, 2))]))
     assert batch["f"].dtype == acg.float64 and batch["f"].tolist() == [1.5, 2.5]
     assert batch["i"].dtype == acg.int64 and batch["b"].dtype == acg.bool
@@ -285,14 +285,14 @@ def test_training_loop_over_a_loader(mode):
     for epoch in range(2):
         for i, (bx, by) in enumerate(loader):
             idx = order[8 * epoch + 4 * i: 8 * epoch + 4 * i + 4]
-            np.testing.assert_array_equal(bx.numpy(), x[idx])
+            np.testing.assert_array_equal(bx.detach().numpy(), x[idx])
             opt.zero_grad()
             loss = ((bx @ w - by) ** 2).mean()
             with mode():
                 loss.backward()
             opt.step()
             ref = ref - 1e-3 * 2 * x[idx].T @ (x[idx] @ ref - y[idx]) / 4
-    np.testing.assert_allclose(w.numpy(), ref, rtol=1e-5)
+    np.testing.assert_allclose(w.detach().numpy(), ref, rtol=1e-5)
 
 
 def test_docstring_examples_run():

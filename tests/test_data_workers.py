@@ -25,7 +25,7 @@ from _data_workers_helpers import (Records, Shard, exit_with_three, fail_on_one,
 def _same_batch(got: dict, ref: dict) -> None:
     for key in ("x", "i", "a"):
         assert got[key].dtype == ref[key].dtype
-        np.testing.assert_array_equal(got[key].numpy(), ref[key].numpy())
+        np.testing.assert_array_equal(got[key].detach().numpy(), ref[key].detach().numpy())
 
 
 def test_workers_return_the_same_batches_in_order():
@@ -163,7 +163,7 @@ def test_spawn_runs_fn_with_rank_and_tensors_cross_a_queue():
     assert [r for r, _ in results] == [0, 1]
     for rank, t in results:
         assert isinstance(t, acg.Tensor) and t.dtype == acg.float32
-        np.testing.assert_array_equal(t.numpy(), np.arange(3) * 2.0 + rank)
+        np.testing.assert_array_equal(t.detach().numpy(), np.arange(3) * 2.0 + rank)
 
 
 @pytest.mark.slow

@@ -179,7 +179,7 @@ def test_shapes_density_and_moments(case: Case) -> None:
     assert ours.has_rsample == theirs.has_rsample
     assert ours.has_enumerate_support == theirs.has_enumerate_support
     value = torch_value(case, theirs)
-    close(ours.log_prob(acg.tensor(value.numpy())), theirs.log_prob(value), rtol=case.rtol)
+    close(ours.log_prob(acg.tensor(value.detach().numpy())), theirs.log_prob(value), rtol=case.rtol)
     for prop in ("mean", "mode", "variance", "stddev"):
         expected, err = attempt(lambda: getattr(theirs, prop))
         if case.name == "Kumaraswamy" and prop == "mode":
@@ -194,13 +194,13 @@ def test_shapes_density_and_moments(case: Case) -> None:
         close(ours.entropy(), expected, rtol=case.rtol)
     expected, err = attempt(lambda: theirs.cdf(value))
     if err is None:
-        close(ours.cdf(acg.tensor(value.numpy())), expected, rtol=case.rtol)
+        close(ours.cdf(acg.tensor(value.detach().numpy())), expected, rtol=case.rtol)
     q = torch.full(tuple(theirs.batch_shape), 0.3, dtype=torch.float64)
     expected, err = attempt(lambda: theirs.icdf(q))
     if err is None and case.icdf:
-        close(ours.icdf(acg.tensor(q.numpy())), expected, rtol=case.rtol)
+        close(ours.icdf(acg.tensor(q.detach().numpy())), expected, rtol=case.rtol)
     elif not case.icdf:  # torch's icdf is unusable here: cdf(icdf(q)) == q is the oracle
-        close(ours.cdf(ours.icdf(acg.tensor(q.numpy()))), q, rtol=case.rtol)
+        close(ours.cdf(ours.icdf(acg.tensor(q.detach().numpy()))), q, rtol=case.rtol)
 
 
 def _np_dtype(t: Any) -> str:
@@ -234,7 +234,7 @@ def test_sample_shapes_support_and_expand(case: Case) -> None:
         warnings.simplefilter("ignore")
         assert tuple(big.sample().shape) == tuple(big_t.sample().shape)
     value = torch_value(case, theirs)
-    close(big.log_prob(acg.tensor(value.numpy())), big_t.log_prob(value), rtol=case.rtol)
+    close(big.log_prob(acg.tensor(value.detach().numpy())), big_t.log_prob(value), rtol=case.rtol)
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -279,7 +279,7 @@ def test_log_prob_entropy_gradients(case: Case, mode: Any) -> None:
     theirs, leaves_t = case.leaves("torch")
     value = torch_value(case, theirs)
     loss_t = theirs.log_prob(value).sum()
-    loss = ours.log_prob(acg.tensor(value.numpy())).sum()
+    loss = ours.log_prob(acg.tensor(value.detach().numpy())).sum()
     entropy_t, err = attempt(theirs.entropy)
     if err is None:
         loss_t = loss_t + entropy_t.sum()
@@ -348,7 +348,7 @@ def test_rsample_gradients(case: Case, mode: Any) -> None:
     if err is None and case.moments:
         expected = torch.autograd.grad(mean_t.sum(), leaves_t, allow_unused=True)
         for leaf, g in zip(leaves, expected):
-            g = np.zeros(leaf.shape) if g is None else g.numpy()
+            g = np.zeros(leaf.shape) if g is None else g.detach().numpy()
             np.testing.assert_allclose(to_np(leaf.grad), g, rtol=0.15, atol=0.08)
 
 
@@ -368,7 +368,7 @@ def test_sample_moments(case: Case) -> None:
     moments = attempt(lambda: (to_np(theirs.mean), to_np(theirs.variance)))[0]
     if moments is None:  # torch defines no moments: the sample mean of torch's own draws
         torch.manual_seed(1)
-        ref = theirs.sample((4000,)).numpy()
+        ref = theirs.sample((4000,)).detach().numpy()
         moments = ref.mean(0), ref.var(0) * 2
     mean, var = moments
     finite = np.isfinite(mean) & np.isfinite(var)
@@ -518,7 +518,7 @@ def test_transforms(name: str) -> None:
     xa, xt = T_acg(x), T_torch(x)
     y, y_t = t(xa), t_t(xt)
     close(y, y_t)
-    close(t.inv(acg.tensor(y_t.numpy())), t_t.inv(y_t))
+    close(t.inv(acg.tensor(y_t.detach().numpy())), t_t.inv(y_t))
     assert t.bijective == t_t.bijective
     assert t.domain.event_dim == t_t.domain.event_dim
     assert t.codomain.event_dim == t_t.codomain.event_dim
@@ -761,12 +761,12 @@ def test_mixture_of_multivariate_components() -> None:
     ours, theirs = _gmm(AD, T_acg), _gmm(TD, T_torch)
     assert tuple(ours.batch_shape) == (2,) and tuple(ours.event_shape) == (2,)
     value = torch.tensor([[0.3, -0.2], [1.0, 2.0]], dtype=torch.float64)
-    close(ours.log_prob(acg.tensor(value.numpy())), theirs.log_prob(value))
+    close(ours.log_prob(acg.tensor(value.detach().numpy())), theirs.log_prob(value))
     close(ours.mean, theirs.mean)
     close(ours.variance, theirs.variance)
     acg.manual_seed(0)
     assert tuple(ours.sample((5,)).shape) == (5, 2, 2)
-    assert tuple(ours.expand((4, 2)).log_prob(acg.tensor(value.numpy())).shape) == (4, 2)
+    assert tuple(ours.expand((4, 2)).log_prob(acg.tensor(value.detach().numpy())).shape) == (4, 2)
 
 
 def test_distribution_base_api() -> None:

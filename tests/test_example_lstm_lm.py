@@ -81,10 +81,10 @@ def test_clipping_bounds_the_update():
 def test_batchify_and_get_batch_cut_the_text_as_pytorch_does():
     ids = np.arange(26)
     data = lstm_lm.batchify(acg.tensor(ids), 4)  # 6 rows, each column a stretch of text
-    assert_close(data.numpy(), ids[:24].reshape(4, 6).T)
+    assert_close(data.detach().numpy(), ids[:24].reshape(4, 6).T)
     inputs, targets = lstm_lm.get_batch(data, 4, bptt=3)  # the last, shorter batch
-    assert_close(inputs.numpy(), ids[:24].reshape(4, 6).T[4:5])
-    assert_close(targets.numpy(), ids[:24].reshape(4, 6).T[5:6].reshape(-1))
+    assert_close(inputs.detach().numpy(), ids[:24].reshape(4, 6).T[4:5])
+    assert_close(targets.detach().numpy(), ids[:24].reshape(4, 6).T[5:6].reshape(-1))
     corpus = lstm_lm.Corpus(seed=3)
     text = lstm_lm.synthetic_text(400, 3)
     assert len(corpus.train) == sum(len(line.split()) + 1 for line in text)
@@ -99,4 +99,4 @@ def test_hidden_state_is_carried_detached():
     assert hidden[0].requires_grad
     carried = lstm_lm.repackage_hidden(hidden)
     assert not carried[0].requires_grad and not carried[1].requires_grad
-    assert_close(carried[1].numpy(), hidden[1].detach().numpy())
+    assert_close(carried[1].detach().numpy(), hidden[1].detach().numpy())

@@ -67,7 +67,7 @@ def test_gpt_sampling_top_k_one_is_greedy():
     with acg.no_grad():  # greedy decoding by hand: argmax of the last position's logits
         for _ in range(5):
             logits, _ = model(acg.tensor([idx[-model.config.block_size:]]))
-            idx.append(int(np.argmax(logits.numpy()[0, -1])))
+            idx.append(int(np.argmax(logits.detach().numpy()[0, -1])))
     assert text == data.decode(idx)
     acg.manual_seed(1)
     sampled = gpt.sample(model, data, "The ", n=8, temperature=1.5, top_k=5)

@@ -97,7 +97,7 @@ class Scene:
         out = {}
         for name, t in self.tensors().items():
             g = t.grad
-            out[name] = (t.numpy().copy(), g, None if g is None else g.numpy().copy())
+            out[name] = (t.detach().numpy().copy(), g, None if g is None else g.detach().numpy().copy())
         return out
 
 

@@ -76,7 +76,7 @@ def test_sdpa_fully_masked_row_is_zero_with_finite_gradients(mode) -> None:
         out.sum().backward()
     assert_close(out[1], np.zeros(2), rtol=0, atol=0)
     want = jax.grad(lambda *a: _softmax_attn(*a)[np.array([0, 2])].sum(), (0, 1, 2))(
-        *(jnp.asarray(t.numpy()) for t in (q, k, v)))
+        *(jnp.asarray(t.detach().numpy()) for t in (q, k, v)))
     for t, g in zip((q, k, v), want):
         assert_close(t.grad, g, rtol=1e-10, atol=1e-12)
 
@@ -89,7 +89,7 @@ def _dropout_step(mode, q0, k0, p: float) -> tuple:
     w = np.linspace(-1, 1, out.numel()).reshape(out.shape)
     with mode():
         (out * acg.tensor(w)).sum().backward()
-    keep = out.numpy() != 0
+    keep = out.detach().numpy() != 0
     f = lambda q, k: (_softmax_attn(q, k, jnp.eye(k0.shape[-2]), keep, p) * w).sum()  # noqa
     want = jax.grad(f, (0, 1))(jnp.asarray(q0), jnp.asarray(k0))
     assert_close(out, _softmax_attn(q0, k0, np.eye(k0.shape[-2]), keep, p), rtol=1e-10)
@@ -192,7 +192,7 @@ def test_batch_norm_updates_running_stats_in_place(mode) -> None:
     want = jax.grad(f, (0, 1))(x0, np.ones(3))
     assert_close(x.grad, want[0], rtol=1e-9, atol=1e-10)
     assert_close(w.grad, want[1], rtol=1e-9, atol=1e-10)
-    before = rm.numpy().copy()
+    before = rm.detach().numpy().copy()
     F.batch_norm(x, rm, rv, training=False)
     assert_close(rm, before, rtol=0)  # eval leaves the buffers alone
 
@@ -302,7 +302,7 @@ def test_normalize_zero_vector_has_finite_gradient(mode) -> None:
     with mode():
         out.sum().backward()
     assert_close(out, [[0, 0], [0.6, 0.8]], rtol=1e-12)
-    assert np.isfinite(x.grad.numpy()).all()
+    assert np.isfinite(x.grad.detach().numpy()).all()
     assert_close(x.grad[0], [1e12, 1e12], rtol=1e-9)  # 1 / eps, as PyTorch's clamp_min
 
 
@@ -348,7 +348,7 @@ def test_compiled_forward_sdpa_dropout_draws_fresh_masks() -> None:
         q, k, v = _leaf(q0), _leaf(k0), acg.tensor(np.eye(7))
         out = attend(q, k, v)  # v = I: the output is the dropped-out probabilities
         out.sum().backward()
-        keep = out.numpy() != 0
+        keep = out.detach().numpy() != 0
         f = lambda q, k: _softmax_attn(q, k, jnp.eye(7), keep, 0.4).sum()  # noqa: E731
         assert_close(q.grad, jax.grad(f)(q0, k0), rtol=1e-9, atol=1e-12)
         masks.append(keep)
@@ -367,6 +367,6 @@ def test_compiled_forward_cnn_block_matches_eager() -> None:
     for fn in (block, acg.compile(block, fullgraph=True)):
         x, w = _leaf(x0), _leaf(w0)
         fn(x, w).backward()
-        grads.append((x.grad.numpy(), w.grad.numpy()))
+        grads.append((x.grad.detach().numpy(), w.grad.detach().numpy()))
     for got, want in zip(grads[1], grads[0]):
         assert_close(got, want, rtol=1e-9, atol=1e-12)

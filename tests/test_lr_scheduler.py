@@ -224,7 +224,7 @@ def test_scheduled_training_never_recompiles():
         if t < 5:
             sched.step()
     assert compile_cache_size() == before
-    np.testing.assert_allclose(w.numpy(), expect, rtol=1e-6)
+    np.testing.assert_allclose(w.detach().numpy(), expect, rtol=1e-6)
 
 
 def _plateau_ref(losses, lr, factor, patience, threshold, cooldown, min_lr, mode, th_mode):

@@ -248,7 +248,7 @@ def _grads(tensors: list, module: Any) -> dict[str, np.ndarray]:
     got.update(dict(module.named_parameters()))
     got.update({n: p.grad for n, p in module.named_parameters()})
     return {n: None if g is None else np.asarray(g.detach().numpy() if hasattr(g, "detach")
-                                                 else g.numpy()) for n, g in got.items()}
+                                                 else g.detach().numpy()) for n, g in got.items()}
 
 
 def _check_against_torch(s: Sample, mode: Any, **kw: Any) -> None:
@@ -264,7 +264,7 @@ def _check_against_torch(s: Sample, mode: Any, **kw: Any) -> None:
     assert [w.category for w in warned_o] == [w.category for w in warned_t]  # torch's warnings
     want = out_t.detach().numpy()
     assert out_o.shape == tuple(want.shape) and out_o.dtype == np.float64
-    assert_close(out_o.numpy(), want, rtol=s.rtol, atol=s.atol)
+    assert_close(out_o.detach().numpy(), want, rtol=s.rtol, atol=s.atol)
     cot = np.random.default_rng(1).standard_normal(want.shape)
     out_t.backward(torch.tensor(cot))
     with mode():
@@ -315,10 +315,10 @@ def test_module_float32(s: Sample) -> None:
         warnings.simplefilter("ignore")
         torch.manual_seed(0)
         theirs, ours = s.make(torch), s.make(acg)
-        ours.load_state_dict({k: acg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+        ours.load_state_dict({k: acg.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
         arrays = [a.astype(np.float32) if a.dtype == np.float64 else a for a in _arrays(s)]
         want = _run(torch, s, theirs, arrays)[0].detach().numpy()
-        got = _run(acg, s, ours, arrays)[0].numpy()
+        got = _run(acg, s, ours, arrays)[0].detach().numpy()
     assert got.dtype == want.dtype and got.shape == want.shape
     assert_close(got, want, rtol=1e-4, atol=1e-5)
 
@@ -346,7 +346,7 @@ def test_module_under_acg_compile(s: Sample) -> None:
             warnings.simplefilter("ignore", UserWarning)  # kl_div's 'mean' (tested above)
             out, xs = _run(acg, s, fn, arrays)
         out.backward(acg.tensor(np.random.default_rng(1).standard_normal(out.shape)))
-        results.append((out.numpy(), _grads(xs, module)))
+        results.append((out.detach().numpy(), _grads(xs, module)))
     (want, gwant), (got, ggot) = results
     assert_close(got, want, rtol=1e-9, atol=1e-12)
     for name, g in gwant.items():
@@ -419,8 +419,8 @@ def test_legacy_size_average_and_reduce() -> None:
                 name, np.sign(t))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # kl_div's 'mean' warning, tested in the table
-                assert_close(ours(acg.tensor(x), acg.tensor(tt)).numpy(),
-                             theirs(torch.tensor(x), torch.tensor(tt)).numpy(), rtol=1e-10)
+                assert_close(ours(acg.tensor(x), acg.tensor(tt)).detach().numpy(),
+                             theirs(torch.tensor(x), torch.tensor(tt)).detach().numpy(), rtol=1e-10)
 
 
 def test_rrelu_train_and_eval(mode: Any) -> None:
@@ -436,18 +436,18 @@ def test_rrelu_train_and_eval(mode: Any) -> None:
     with mode():
         y.sum().backward()
     neg = x < 0
-    slopes = y.numpy()[neg] / x[neg]
+    slopes = y.detach().numpy()[neg] / x[neg]
     assert slopes.min() >= 0.1 and slopes.max() <= 0.3 and slopes.std() > 0.03
-    assert_close(y.numpy()[~neg], x[~neg], rtol=0)
+    assert_close(y.detach().numpy()[~neg], x[~neg], rtol=0)
     assert_close(xt.grad.numpy()[neg], slopes, rtol=1e-10)
     assert_close(xt.grad.numpy()[~neg], 1.0, rtol=0)
     acg.manual_seed(0)
-    assert_close(m(acg.tensor(x)).numpy(), y.numpy(), rtol=0)  # the seed fixes the draw
-    assert not np.array_equal(m(acg.tensor(x)).numpy(), y.numpy())
+    assert_close(m(acg.tensor(x)).detach().numpy(), y.detach().numpy(), rtol=0)  # the seed fixes the draw
+    assert not np.array_equal(m(acg.tensor(x)).detach().numpy(), y.detach().numpy())
     m.eval()
-    assert_close(m(acg.tensor(x)).numpy(), torch.nn.RReLU(0.1, 0.3).eval()(torch.tensor(x)).numpy(),
+    assert_close(m(acg.tensor(x)).detach().numpy(), torch.nn.RReLU(0.1, 0.3).eval()(torch.tensor(x)).detach().numpy(),
                  rtol=1e-12)
-    assert_close(F.rrelu(acg.tensor(x)).numpy(), torch.nn.functional.rrelu(torch.tensor(x)).numpy(),
+    assert_close(F.rrelu(acg.tensor(x)).detach().numpy(), torch.nn.functional.rrelu(torch.tensor(x)).detach().numpy(),
                  rtol=1e-12)
 
 
@@ -455,7 +455,7 @@ def test_rrelu_inplace_training() -> None:
     x = acg.tensor(np.linspace(-2, 2, 9))
     acg.manual_seed(0)
     y = F.rrelu_(x, training=True)
-    assert y is x and (x.numpy()[:4] > -2).all() and (x.numpy()[:4] < 0).all()
+    assert y is x and (x.detach().numpy()[:4] > -2).all() and (x.detach().numpy()[:4] < 0).all()
 
 
 # -- errors --------------------------------------------------------------------------------------
@@ -629,7 +629,7 @@ def test_functional_matches_torch(fn: Fn, mode: Any) -> None:
         else:
             with ctx():
                 out.backward(acg.tensor(cot))
-            val = out.numpy()
+            val = out.detach().numpy()
         results.append((val, [x.grad.numpy() if x.grad is not None else None
                               for x in xs if x.requires_grad]))
     (want, gwant), (got, ggot) = results
@@ -653,13 +653,13 @@ def test_inplace_functionals(name: str, args: tuple) -> None:
     ours, theirs = acg.tensor(x), torch.tensor(x)
     assert getattr(F, name)(ours, *args) is ours
     getattr(torch.nn.functional, name)(theirs, *args)
-    assert_close(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    assert_close(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12)
     for act in ("threshold", "hardtanh", "elu", "celu", "leaky_relu", "relu6", "selu",
                 "hardsigmoid", "hardswish", "mish"):
         if name.rstrip("_") == act:
             y = acg.tensor(x)
             assert getattr(F, act)(y, *args, inplace=True) is y
-            assert_close(y.numpy(), theirs.numpy(), rtol=1e-12)
+            assert_close(y.detach().numpy(), theirs.detach().numpy(), rtol=1e-12)
 
 
 @pytest.mark.parametrize("name", ["ReLU6", "Hardsigmoid", "Hardswish", "Mish", "ELU", "SELU",
@@ -671,7 +671,7 @@ def test_inplace_modules(name: str) -> None:
     m = getattr(nn, name)(inplace=True).eval()
     assert m(ours) is ours
     getattr(torch.nn, name)(inplace=True).eval()(theirs)
-    assert_close(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    assert_close(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12)
     assert repr(m) == repr(getattr(torch.nn, name)(inplace=True))
 
 
@@ -681,11 +681,11 @@ def test_gumbel_softmax() -> None:
     logits = acg.tensor(np.log([0.6, 0.3, 0.1]) * np.ones((4000, 1)), requires_grad=True)
     acg.manual_seed(0)
     y = F.gumbel_softmax(logits, tau=0.5)
-    assert_close(y.numpy().sum(-1), 1.0, rtol=1e-6)
-    freq = np.bincount(y.numpy().argmax(-1), minlength=3) / 4000
+    assert_close(y.detach().numpy().sum(-1), 1.0, rtol=1e-6)
+    freq = np.bincount(y.detach().numpy().argmax(-1), minlength=3) / 4000
     assert_close(freq, [0.6, 0.3, 0.1], atol=0.03)
     hard = F.gumbel_softmax(logits, hard=True, dim=-1)
-    assert set(np.unique(hard.numpy())) <= {0.0, 1.0} and (hard.numpy().sum(-1) == 1).all()
+    assert set(np.unique(hard.detach().numpy())) <= {0.0, 1.0} and (hard.detach().numpy().sum(-1) == 1).all()
     (hard * acg.tensor(np.arange(3.0))).sum().backward()
     assert logits.grad is not None and np.abs(logits.grad.numpy()).sum() > 0
     assert_close(logits.grad.numpy().sum(-1), 0.0, atol=1e-9)  # softmax's gradient sums to 0
@@ -696,9 +696,9 @@ def test_adaptive_log_softmax_log_prob_and_predict() -> None:
     s = _BY_NAME["AdaptiveLogSoftmaxWithLoss"]
     ours, theirs = _pair(s, torch)
     x = np.random.default_rng(0).standard_normal((6, 8))
-    assert_close(ours.log_prob(acg.tensor(x)).numpy(),
+    assert_close(ours.log_prob(acg.tensor(x)).detach().numpy(),
                  theirs.log_prob(torch.tensor(x)).detach().numpy(), rtol=1e-10)
-    assert (ours.predict(acg.tensor(x)).numpy() == theirs.predict(torch.tensor(x)).numpy()).all()
+    assert (ours.predict(acg.tensor(x)).detach().numpy() == theirs.predict(torch.tensor(x)).detach().numpy()).all()
 
 
 def test_embedding_bag_from_pretrained_and_max_norm() -> None:
@@ -708,8 +708,8 @@ def test_embedding_bag_from_pretrained_and_max_norm() -> None:
     ours = nn.EmbeddingBag.from_pretrained(acg.tensor(w), mode="max", max_norm=1.0)
     theirs = torch.nn.EmbeddingBag.from_pretrained(torch.tensor(w), mode="max", max_norm=1.0)
     assert not ours.weight.requires_grad
-    assert_close(ours(acg.tensor(idx)).numpy(), theirs(torch.tensor(idx)).numpy(), rtol=1e-10)
-    assert_close(ours.weight.numpy(), theirs.weight.numpy(), rtol=1e-10)  # renormed rows
+    assert_close(ours(acg.tensor(idx)).detach().numpy(), theirs(torch.tensor(idx)).detach().numpy(), rtol=1e-10)
+    assert_close(ours.weight.detach().numpy(), theirs.weight.detach().numpy(), rtol=1e-10)  # renormed rows
     assert repr(ours) == repr(theirs)
 
 
@@ -726,7 +726,7 @@ def test_initialisation_moments(name: str) -> None:
     acg.manual_seed(0)
     ours, theirs = dict(make(acg).named_parameters()), dict(make(torch).named_parameters())
     for k, p in theirs.items():
-        v, w = ours[k].numpy(), p.detach().numpy()
+        v, w = ours[k].detach().numpy(), p.detach().numpy()
         noise = 4 / np.sqrt(w.size)  # sampling noise of the moments
         assert v.shape == w.shape and v.dtype == w.dtype
         assert_close(np.quantile(np.abs(v), 0.9), np.quantile(np.abs(w), 0.9), rtol=0.03 + noise)

@@ -36,7 +36,7 @@ def _sample_pair(torch, n, mode_name, padding_mode, align, run_mode, seed=0):
     with run_mode():
         oout.backward(acg.tensor(cot))
     assert tuple(oout.shape) == tuple(tout.shape)
-    assert_close(oout.numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+    assert_close(oout.detach().numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
     assert_close(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-12)
     assert_close(go.grad.numpy(), gt.grad.numpy(), rtol=1e-10, atol=1e-12)
 
@@ -62,7 +62,7 @@ def test_affine_grid_matches_torch(n, align, mode):
     tout = torch.nn.functional.affine_grid(tt, size, align_corners=align)
     oout = F.affine_grid(to, size, align_corners=align)
     assert tuple(oout.shape) == tuple(tout.shape)
-    assert_close(oout.numpy(), tout.detach().numpy(), rtol=1e-12, atol=1e-14)
+    assert_close(oout.detach().numpy(), tout.detach().numpy(), rtol=1e-12, atol=1e-14)
     cot = rng.standard_normal(tuple(tout.shape))
     tout.backward(torch.tensor(cot))
     with mode():
@@ -75,13 +75,13 @@ def test_affine_grid_unit_size_and_identity():
     eye = np.eye(2, 3)[None]
     for size, align in (([1, 1, 1, 3], False), ([1, 1, 4, 1], False)):
         theirs = torch.nn.functional.affine_grid(torch.tensor(eye), size, align_corners=align)
-        assert_close(F.affine_grid(acg.tensor(eye), size, align_corners=align).numpy(),
-                     theirs.numpy(), rtol=0, atol=1e-15)
+        assert_close(F.affine_grid(acg.tensor(eye), size, align_corners=align).detach().numpy(),
+                     theirs.detach().numpy(), rtol=0, atol=1e-15)
     # the identity transform samples every pixel where it is
     x = acg.tensor(np.random.default_rng(0).standard_normal((1, 2, 3, 4)))
     for align in (False, True):
         grid = F.affine_grid(acg.tensor(eye), [1, 2, 3, 4], align_corners=align)
-        assert_close(F.grid_sample(x, grid, align_corners=align).numpy(), x.numpy(), rtol=1e-12,
+        assert_close(F.grid_sample(x, grid, align_corners=align).detach().numpy(), x.detach().numpy(), rtol=1e-12,
                      atol=1e-12)
 
 
@@ -102,7 +102,7 @@ def test_spatial_transformer_compiles(mode):
     model = STN().double()
     x = acg.tensor(np.random.default_rng(0).standard_normal((2, 1, 3, 4)))
     compiled = acg.compile(model)
-    assert_close(compiled(x).numpy(), model(x).numpy(), rtol=1e-12)
+    assert_close(compiled(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-12)
 
     def grads(m):
         model.zero_grad()

@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 def test_orthogonal_rows_or_columns_are_orthonormal(shape):
     w = init.orthogonal_(acg.empty(*shape), gain=2.0)
     assert tuple(w.shape) == shape and not w.requires_grad
-    m = w.numpy().reshape(shape[0], -1).astype(np.float64) / 2.0
+    m = w.detach().numpy().reshape(shape[0], -1).astype(np.float64) / 2.0
     small = m @ m.T if m.shape[0] <= m.shape[1] else m.T @ m
     assert_close(small, np.eye(min(m.shape)), atol=1e-5)
 
@@ -28,7 +28,7 @@ def test_orthogonal_is_haar_distributed():
     # Under the Haar measure on O(n) each entry has mean 0 and variance 1/n, and the
     # diagonal is not biased positive (which QR without the sign fix would give).
     n, draws = 8, 300
-    entries = np.stack([init.orthogonal_(acg.empty(n, n)).numpy() for _ in range(draws)])
+    entries = np.stack([init.orthogonal_(acg.empty(n, n)).detach().numpy() for _ in range(draws)])
     assert abs(entries.mean()) < 4 / math.sqrt(entries.size * n)
     assert entries.var() == pytest.approx(1 / n, rel=0.05)
     diag = entries[:, np.arange(n), np.arange(n)]
@@ -44,9 +44,9 @@ def test_orthogonal_errors_and_empty():
 @pytest.mark.parametrize("sparsity", [0.1, 0.5])
 def test_sparse_zeros_per_column_and_std(sparsity):
     rows, cols = 40, 300
-    w = init.sparse_(acg.empty(rows, cols), sparsity, std=0.05).numpy()
+    w = init.sparse_(acg.empty(rows, cols), sparsity, std=0.05).detach().numpy()
     expected_zeros = math.ceil(sparsity * rows)
-    tw = torch.nn.init.sparse_(torch.empty(rows, cols), sparsity, std=0.05).numpy()
+    tw = torch.nn.init.sparse_(torch.empty(rows, cols), sparsity, std=0.05).detach().numpy()
     assert ((w == 0).sum(0) == expected_zeros).all()
     assert ((w == 0).sum(0) == (tw == 0).sum(0)).all()
     nonzero = w[w != 0]
@@ -59,14 +59,14 @@ def test_sparse_zeros_per_column_and_std(sparsity):
                                           ((4, 2, 2, 2), 2)])
 def test_dirac_equals_torch(shape, groups):
     w = init.dirac_(acg.empty(*shape), groups=groups)
-    assert_close(w.numpy(), torch.nn.init.dirac_(torch.empty(shape), groups=groups).numpy())
+    assert_close(w.detach().numpy(), torch.nn.init.dirac_(torch.empty(shape), groups=groups).detach().numpy())
 
 
 def test_dirac_makes_a_convolution_the_identity():
     conv = acg.nn.Conv2d(3, 3, 3, padding=1, bias=False)
     init.dirac_(conv.weight)
     x = acg.randn(1, 3, 5, 5)
-    assert_close(conv(x).detach().numpy(), x.numpy(), atol=1e-6)
+    assert_close(conv(x).detach().numpy(), x.detach().numpy(), atol=1e-6)
     with pytest.raises(ValueError, match="Only tensors with 3, 4, or 5 dimensions"):
         init.dirac_(acg.empty(2, 3))
     with pytest.raises(ValueError, match="dim 0 must be divisible by groups"):
@@ -75,7 +75,7 @@ def test_dirac_makes_a_convolution_the_identity():
 
 @pytest.mark.parametrize("shape", [(3, 5), (4, 2)])
 def test_eye_equals_torch(shape):
-    assert_close(init.eye_(acg.empty(*shape)).numpy(), torch.nn.init.eye_(torch.empty(shape))
+    assert_close(init.eye_(acg.empty(*shape)).detach().numpy(), torch.nn.init.eye_(torch.empty(shape)).detach()
                  .numpy())
 
 
@@ -89,5 +89,5 @@ def test_deprecated_names_warn_and_fill(name):
     with pytest.warns(FutureWarning, match=rf"`nn.init.{name}` is now deprecated in favor of "
                       rf"`nn.init.{name}_`"):
         out = getattr(init, name)(w, *args)
-    assert out is w and np.any(w.numpy() != 0)
+    assert out is w and np.any(w.detach().numpy() != 0)
     assert getattr(init, name).__name__ == name

@@ -29,7 +29,7 @@ def test_linear_forward_grads_and_repr(mode):
     lin = nn.Linear(3, 2)
     x = _x(4, 3)
     out = check_layer_grads(lin, [x], mode)
-    assert_close(out.numpy(), x @ lin.weight.numpy().T + lin.bias.numpy(), rtol=1e-12)
+    assert_close(out.detach().numpy(), x @ lin.weight.detach().numpy().T + lin.bias.detach().numpy(), rtol=1e-12)
     assert repr(lin) == "Linear(in_features=3, out_features=2, bias=True)"
     nobias = nn.Linear(3, 2, bias=False)
     assert nobias.bias is None and [n for n, _ in nobias.named_parameters()] == ["weight"]
@@ -41,9 +41,9 @@ def test_linear_init_bounds():
     lin = nn.Linear(400, 300)
     bound = 1 / math.sqrt(400)
     for p in (lin.weight, lin.bias):
-        v = p.numpy()
+        v = p.detach().numpy()
         assert np.abs(v).max() <= bound and np.abs(v).max() > 0.95 * bound
-    assert lin.weight.numpy().std() == pytest.approx(bound / math.sqrt(3), rel=0.02)
+    assert lin.weight.detach().numpy().std() == pytest.approx(bound / math.sqrt(3), rel=0.02)
     assert nn.Linear(2, 2, dtype=acg.float64).weight.dtype == np.float64
 
 
@@ -56,7 +56,7 @@ def test_sequential_indexing_slicing_and_mutation():
     assert isinstance(head, nn.Sequential) and list(head) == [a, b]
     assert list(head._modules) == ["0", "1"]
     x = acg.randn(4, 2)
-    assert_close(seq(x).numpy(), c(b(a(x))).numpy())
+    assert_close(seq(x).detach().numpy(), c(b(a(x))).detach().numpy())
     named = nn.Sequential(OrderedDict([("fc", a), ("act", b)]))
     assert list(named._modules) == ["fc", "act"] and named.fc is a
     seq.append(nn.Tanh())
@@ -128,13 +128,13 @@ def _layer_norm_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float, dim
 
 def test_layer_norm(mode):
     ln = nn.LayerNorm((3, 4), eps=1e-3)
-    assert np.all(ln.weight.numpy() == 1) and np.all(ln.bias.numpy() == 0)
+    assert np.all(ln.weight.detach().numpy() == 1) and np.all(ln.bias.detach().numpy() == 0)
     with acg.no_grad():
         ln.weight.copy_(acg.tensor(_x(3, 4)))
         ln.bias.copy_(acg.tensor(_x(3, 4)))
     x = _x(2, 3, 4)
     out = check_layer_grads(ln, [x], mode)
-    assert_close(out.numpy(), _layer_norm_ref(x, ln.weight.numpy(), ln.bias.numpy(), 1e-3, 2),
+    assert_close(out.detach().numpy(), _layer_norm_ref(x, ln.weight.detach().numpy(), ln.bias.detach().numpy(), 1e-3, 2),
                  rtol=1e-10)
     assert repr(ln) == "LayerNorm((3, 4), eps=0.001, elementwise_affine=True, bias=True)"
     assert nn.LayerNorm(4, bias=False).bias is None
@@ -144,18 +144,18 @@ def test_layer_norm(mode):
 
 def test_rms_norm(mode):
     rms = nn.RMSNorm([4], eps=1e-6)
-    assert np.all(rms.weight.numpy() == 1)
+    assert np.all(rms.weight.detach().numpy() == 1)
     with acg.no_grad():
         rms.weight.copy_(acg.tensor(_x(4)))
     x = _x(2, 3, 4)
     out = check_layer_grads(rms, [x], mode)
-    ref = x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-6) * rms.weight.numpy()
-    assert_close(out.numpy(), ref, rtol=1e-10)
+    ref = x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-6) * rms.weight.detach().numpy()
+    assert_close(out.detach().numpy(), ref, rtol=1e-10)
     assert repr(rms) == "RMSNorm((4,), eps=1e-06, elementwise_affine=True)"
     plain = nn.RMSNorm(4, elementwise_affine=False)  # eps=None: float32's machine epsilon
     y = plain(acg.tensor(x.astype(np.float32)))
     ref32 = x / np.sqrt((x ** 2).mean(-1, keepdims=True) + np.finfo(np.float32).eps)
-    assert list(plain.parameters()) == [] and np.allclose(y.numpy(), ref32, rtol=1e-5)
+    assert list(plain.parameters()) == [] and np.allclose(y.detach().numpy(), ref32, rtol=1e-5)
 
 
 _ACTIVATIONS = [
@@ -179,7 +179,7 @@ _ACTIVATIONS = [
 def test_activation_and_shape_layers(layer, ref, mode):
     x = _x(2, 3, 4) + 0.01  # keep away from relu's kink
     out = check_layer_grads(layer, [x], mode)
-    assert_close(out.numpy(), ref(x), rtol=1e-10, atol=1e-12)
+    assert_close(out.detach().numpy(), ref(x), rtol=1e-10, atol=1e-12)
 
 
 def test_activation_reprs():
@@ -193,16 +193,16 @@ def test_dropout_train_and_eval():
     drop = nn.Dropout(0.25)
     x = acg.ones(400, 500)
     acg.manual_seed(0)
-    a = drop(x).numpy()
+    a = drop(x).detach().numpy()
     kept = a != 0
     assert kept.mean() == pytest.approx(0.75, abs=0.01)
     assert_close(a[kept], np.full(kept.sum(), 1 / 0.75), rtol=1e-6)
-    b = drop(x).numpy()
+    b = drop(x).detach().numpy()
     assert (a != b).any()  # fresh randomness every call
     acg.manual_seed(0)
-    np.testing.assert_array_equal(drop(x).numpy(), a)  # reproducible from the global seed
+    np.testing.assert_array_equal(drop(x).detach().numpy(), a)  # reproducible from the global seed
     drop.eval()
-    assert drop(x) is x or np.all(drop(x).numpy() == 1)
+    assert drop(x) is x or np.all(drop(x).detach().numpy() == 1)
     with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1"):
         nn.Dropout(1.5)
     assert repr(nn.Dropout()) == "Dropout(p=0.5, inplace=False)"
@@ -214,7 +214,7 @@ def test_dropout_gradient_uses_the_same_mask(mode):
     out = drop(x)
     with mode():
         out.sum().backward()
-    assert_close(x.grad.numpy(), out.numpy())  # d(x * mask * 2)/dx = mask * 2 = out at x = 1
+    assert_close(x.grad.numpy(), out.detach().numpy())  # d(x * mask * 2)/dx = mask * 2 = out at x = 1
 
 
 # -- losses ----------------------------------------------------------------------------------
@@ -244,26 +244,26 @@ def test_regression_losses(mode):
     out = check_layer_grads(nn.MSELoss(), [a, b], mode)
     assert out.item() == pytest.approx(((a - b) ** 2).mean(), rel=1e-12)
     out = check_layer_grads(nn.MSELoss(reduction="none"), [a, b], mode)
-    assert_close(out.numpy(), (a - b) ** 2, rtol=1e-12)
+    assert_close(out.detach().numpy(), (a - b) ** 2, rtol=1e-12)
 
 
 # -- Embedding -------------------------------------------------------------------------------
 def test_embedding(mode):
     acg.manual_seed(0)
     emb = nn.Embedding(6, 3, padding_idx=-2)
-    assert emb.padding_idx == 4 and np.all(emb.weight.numpy()[4] == 0)
+    assert emb.padding_idx == 4 and np.all(emb.weight.detach().numpy()[4] == 0)
     assert repr(emb) == "Embedding(6, 3, padding_idx=4)"
     idx = np.array([[0, 4, 2], [2, 5, 4]])
     out = check_layer_grads(nn.Embedding(6, 3), [idx], mode)  # padding rows get no gradient
     assert out.shape == (2, 3, 3)
-    assert_close(emb(acg.tensor(idx)).numpy(), emb.weight.numpy()[idx])
+    assert_close(emb(acg.tensor(idx)).detach().numpy(), emb.weight.detach().numpy()[idx])
     emb.zero_grad()
     with mode():
         emb(acg.tensor(idx)).sum().backward()
     g = emb.weight.grad.numpy()
     assert np.all(g[4] == 0) and g[2].tolist() == [2.0, 2.0, 2.0] and np.all(g[1] == 0)
     big = nn.Embedding(1000, 200)
-    assert big.weight.numpy().std() == pytest.approx(1.0, rel=0.02)  # N(0, 1)
+    assert big.weight.detach().numpy().std() == pytest.approx(1.0, rel=0.02)  # N(0, 1)
     frozen = nn.Embedding.from_pretrained(acg.tensor(_x(4, 2)))
     assert not frozen.weight.requires_grad and frozen.weight.shape == (4, 2)
 
@@ -295,25 +295,25 @@ def test_conv2d(kwargs, mode):
     x = _x(2, 2, 6, 6)
     out = check_layer_grads(conv, [x], mode)
     n = 2
-    ref = _conv_ref(x, conv.weight.numpy(), None if conv.bias is None else conv.bias.numpy(),
+    ref = _conv_ref(x, conv.weight.detach().numpy(), None if conv.bias is None else conv.bias.detach().numpy(),
                     conv.stride, conv.padding, conv.dilation, conv.groups)
     assert conv.stride == (kwargs.get("stride", 1),) * n
-    assert_close(out.numpy(), ref, rtol=1e-10)
+    assert_close(out.detach().numpy(), ref, rtol=1e-10)
 
 
 def test_conv1d_and_init(mode):
     conv = nn.Conv1d(3, 2, 2, stride=2, padding="valid")
     x = _x(2, 3, 7)
     out = check_layer_grads(conv, [x], mode)
-    ref = _conv_ref(x, conv.weight.numpy(), conv.bias.numpy(), (2,), (0,), (1,), 1)
-    assert_close(out.numpy(), ref, rtol=1e-10)
+    ref = _conv_ref(x, conv.weight.detach().numpy(), conv.bias.detach().numpy(), (2,), (0,), (1,), 1)
+    assert_close(out.detach().numpy(), ref, rtol=1e-10)
     same = nn.Conv1d(3, 2, 3, padding="same")
     assert same(acg.randn(1, 3, 9)).shape == (1, 2, 9)
     big = nn.Conv2d(16, 32, 5)
     bound = 1 / math.sqrt(16 * 25)  # kaiming_uniform_(a=sqrt(5)) and the bias both give this
     for p in (big.weight, big.bias):
-        assert np.abs(p.numpy()).max() <= bound
-    assert big.weight.numpy().std() == pytest.approx(bound / math.sqrt(3), rel=0.03)
+        assert np.abs(p.detach().numpy()).max() <= bound
+    assert big.weight.detach().numpy().std() == pytest.approx(bound / math.sqrt(3), rel=0.03)
     assert repr(nn.Conv2d(3, 8, 3, padding=1, groups=1, bias=False)) == (
         "Conv2d(3, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=False)")
     with pytest.raises(ValueError, match="in_channels must be divisible by groups"):
@@ -328,13 +328,13 @@ def test_conv_padding_modes(mode):
     x = _x(1, 1, 4, 5)
     out = check_layer_grads(conv, [x], mode)
     padded = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)], mode="reflect")
-    ref = _conv_ref(padded, conv.weight.numpy(), conv.bias.numpy(), (1, 1), (0, 0), (1, 1), 1)
-    assert_close(out.numpy(), ref, rtol=1e-10)
+    ref = _conv_ref(padded, conv.weight.detach().numpy(), conv.bias.detach().numpy(), (1, 1), (0, 0), (1, 1), 1)
+    assert_close(out.detach().numpy(), ref, rtol=1e-10)
     circ = nn.Conv1d(1, 1, 3, padding=2, padding_mode="circular", bias=False)
     y = _x(1, 1, 6)
-    ref = _conv_ref(np.pad(y, [(0, 0), (0, 0), (2, 2)], mode="wrap"), circ.weight.numpy(), None,
+    ref = _conv_ref(np.pad(y, [(0, 0), (0, 0), (2, 2)], mode="wrap"), circ.weight.detach().numpy(), None,
                     (1,), (0,), (1,), 1)
-    assert_close(check_layer_grads(circ, [y], mode).numpy(), ref, rtol=1e-10)
+    assert_close(check_layer_grads(circ, [y], mode).detach().numpy(), ref, rtol=1e-10)
 
 
 def _pool_ref(x, k, s, p, reduce, pad_value):
@@ -350,10 +350,10 @@ def test_pooling_layers(mode):
     x = _x(2, 3, 7, 7)
     mp = nn.MaxPool2d(3, stride=2, padding=1)
     out = check_layer_grads(mp, [x], mode)
-    assert_close(out.numpy(), _pool_ref(x, 3, 2, 1, np.max, -np.inf))
+    assert_close(out.detach().numpy(), _pool_ref(x, 3, 2, 1, np.max, -np.inf))
     ap = nn.AvgPool2d(2)
     out = check_layer_grads(ap, [x], mode)
-    assert_close(out.numpy(), _pool_ref(x, 2, 2, 0, np.mean, 0.0), rtol=1e-12)
+    assert_close(out.detach().numpy(), _pool_ref(x, 2, 2, 0, np.mean, 0.0), rtol=1e-12)
     aap = nn.AdaptiveAvgPool2d((3, 2))
     out = check_layer_grads(aap, [x], mode)
     ref = np.zeros((2, 3, 3, 2))
@@ -361,7 +361,7 @@ def test_pooling_layers(mode):
         r0, r1 = i * 7 // 3, -(-(i + 1) * 7 // 3)
         c0, c1 = j * 7 // 2, -(-(j + 1) * 7 // 2)
         ref[:, :, i, j] = x[:, :, r0:r1, c0:c1].mean((2, 3))
-    assert_close(out.numpy(), ref, rtol=1e-12)
+    assert_close(out.detach().numpy(), ref, rtol=1e-12)
     assert repr(aap) == "AdaptiveAvgPool2d(output_size=(3, 2))"
 
 
@@ -374,15 +374,15 @@ def test_batch_norm_training_and_running_stats(mode):
     out = check_layer_grads(bn, [x], mode)  # forward runs twice per perturbation: stats drift
     mean, var = x.mean((0, 2, 3)), x.var((0, 2, 3))
     ref = (x - mean[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-5)
-    assert_close(out.numpy(), ref, rtol=1e-8)
+    assert_close(out.detach().numpy(), ref, rtol=1e-8)
     bn = nn.BatchNorm2d(3, momentum=0.2).double()
     bn(acg.tensor(x))
-    assert_close(bn.running_mean.numpy(), 0.2 * mean, rtol=1e-10)
-    assert_close(bn.running_var.numpy(), 0.8 + 0.2 * x.var((0, 2, 3), ddof=1), rtol=1e-10)
+    assert_close(bn.running_mean.detach().numpy(), 0.2 * mean, rtol=1e-10)
+    assert_close(bn.running_var.detach().numpy(), 0.8 + 0.2 * x.var((0, 2, 3), ddof=1), rtol=1e-10)
     assert bn.num_batches_tracked.item() == 1 and bn.num_batches_tracked.dtype == np.int64
     bn.eval()
-    out = bn(acg.tensor(x)).numpy()
-    rm, rv = bn.running_mean.numpy(), bn.running_var.numpy()
+    out = bn(acg.tensor(x)).detach().numpy()
+    rm, rv = bn.running_mean.detach().numpy(), bn.running_var.detach().numpy()
     assert_close(out, (x - rm[None, :, None, None]) / np.sqrt(rv[None, :, None, None] + 1e-5))
     assert bn.num_batches_tracked.item() == 1  # eval leaves the statistics alone
 
@@ -392,13 +392,13 @@ def test_batch_norm_cumulative_average_and_options():
     batches = [_x(5, 2) + i for i in range(3)]
     for b in batches:
         bn(acg.tensor(b))
-    assert_close(bn.running_mean.numpy(), np.mean([b.mean(0) for b in batches], 0), rtol=1e-10)
+    assert_close(bn.running_mean.detach().numpy(), np.mean([b.mean(0) for b in batches], 0), rtol=1e-10)
     assert bn.num_batches_tracked.item() == 3
     plain = nn.BatchNorm1d(2, affine=False, track_running_stats=False)
     assert list(plain.parameters()) == [] and plain.running_mean is None
     assert "running_mean" not in plain.state_dict()
     y = plain.eval()(acg.tensor(_x(6, 2, 3)))  # no running stats: batch statistics in eval
-    assert_close(y.numpy().mean((0, 2)), [0, 0], atol=1e-6)
+    assert_close(y.detach().numpy().mean((0, 2)), [0, 0], atol=1e-6)
     assert repr(nn.BatchNorm1d(4)) == ("BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, "
                                        "bias=True, track_running_stats=True)")
     with pytest.raises(ValueError, match=r"expected 4D input \(got 3D input\)"):
@@ -410,7 +410,7 @@ def _mha_ref(mha, q, k, v, mask=None, kpm=None):
     """PyTorch's MultiheadAttention math in numpy; inputs [L, N, E]; returns (out, avg w)."""
     e, h = mha.embed_dim, mha.num_heads
     hd = e // h
-    w, b = mha.in_proj_weight.numpy(), mha.in_proj_bias.numpy()
+    w, b = mha.in_proj_weight.detach().numpy(), mha.in_proj_bias.detach().numpy()
     qp, kp, vp = (t @ w[i * e:(i + 1) * e].T + b[i * e:(i + 1) * e]
                   for i, t in enumerate((q, k, v)))
     L, N, _ = q.shape
@@ -424,7 +424,7 @@ def _mha_ref(mha, q, k, v, mask=None, kpm=None):
     p = np.exp(scores - scores.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     o = (p @ split(vp)).transpose(2, 0, 1, 3).reshape(L, N, e)
-    o = o @ mha.out_proj.weight.numpy().T + mha.out_proj.bias.numpy()
+    o = o @ mha.out_proj.weight.detach().numpy().T + mha.out_proj.bias.detach().numpy()
     return o, p.mean(1)
 
 
@@ -439,12 +439,12 @@ def test_multihead_attention_matches_reference(mode):
     out, weights = mha(acg.tensor(q), acg.tensor(k), acg.tensor(k), attn_mask=acg.tensor(mask),
                        key_padding_mask=acg.tensor(kpm))
     ref, ref_w = _mha_ref(mha, q, k, k, mask, kpm)
-    assert_close(out.numpy(), ref, rtol=1e-10)
-    assert_close(weights.numpy(), ref_w, rtol=1e-10)
+    assert_close(out.detach().numpy(), ref, rtol=1e-10)
+    assert_close(weights.detach().numpy(), ref_w, rtol=1e-10)
     fast, none = mha(acg.tensor(q), acg.tensor(k), acg.tensor(k), need_weights=False,
                      attn_mask=acg.tensor(mask), key_padding_mask=acg.tensor(kpm))
     assert none is None
-    assert_close(fast.numpy(), ref, rtol=1e-10)
+    assert_close(fast.detach().numpy(), ref, rtol=1e-10)
     self_attn = lambda x: mha(x, x, x)[0]  # noqa: E731
     wrapper = nn.Module()
     wrapper.mha = mha
@@ -457,16 +457,16 @@ def test_multihead_attention_batch_first_causal_and_init():
     mha = nn.MultiheadAttention(8, 2, batch_first=True)
     assert [n for n, _ in mha.named_parameters()] == [
         "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]
-    assert np.all(mha.in_proj_bias.numpy() == 0) and np.all(mha.out_proj.bias.numpy() == 0)
-    assert np.abs(mha.in_proj_weight.numpy()).max() <= math.sqrt(6 / (24 + 8))  # xavier
+    assert np.all(mha.in_proj_bias.detach().numpy() == 0) and np.all(mha.out_proj.bias.detach().numpy() == 0)
+    assert np.abs(mha.in_proj_weight.detach().numpy()).max() <= math.sqrt(6 / (24 + 8))  # xavier
     x = acg.randn(2, 5, 8)
     causal = acg.tensor(np.triu(np.ones((5, 5), bool), 1))
     out, w = mha(x, x, x, attn_mask=causal, is_causal=True, average_attn_weights=False)
     assert out.shape == (2, 5, 8) and w.shape == (2, 2, 5, 5)
-    assert np.all(np.triu(w.numpy(), 1) == 0)
+    assert np.all(np.triu(w.detach().numpy(), 1) == 0)
     xt = x.transpose(0, 1)
-    ref, _ = _mha_ref(mha, xt.numpy(), xt.numpy(), xt.numpy(), causal.numpy())
-    assert_close(out.transpose(0, 1).numpy(), ref, rtol=1e-5, atol=1e-6)
+    ref, _ = _mha_ref(mha, xt.detach().numpy(), xt.detach().numpy(), xt.detach().numpy(), causal.detach().numpy())
+    assert_close(out.transpose(0, 1).detach().numpy(), ref, rtol=1e-5, atol=1e-6)
     unbatched, uw = mha(x[0], x[0], x[0])
     assert unbatched.shape == (5, 8) and uw.shape == (5, 5)
     with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):

@@ -49,12 +49,12 @@ def _check_lazy(name, args, kwargs, shape, mode):
          tm.state_dict().items()]
     # the initialiser ran: kaiming_uniform(a=sqrt(5)) bounds, 1/sqrt(fan_in)
     fan_in = int(np.prod(om.weight.shape[1:]))
-    assert 0 < np.abs(om.weight.numpy()).max() <= 1 / np.sqrt(fan_in)
+    assert 0 < np.abs(om.weight.detach().numpy()).max() <= 1 / np.sqrt(fan_in)
     # then it computes as torch's with torch's values
     om.load_state_dict({k: acg.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
     xt, xo = torch.tensor(x, requires_grad=True), acg.tensor(x, requires_grad=True)
     tout, oout = tm(xt), om(xo)
-    assert_close(oout.numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+    assert_close(oout.detach().numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
     cot = np.random.default_rng(1).standard_normal(tuple(tout.shape))
     tout.backward(torch.tensor(cot))
     with mode():
@@ -90,8 +90,8 @@ def test_load_state_dict_materialises_lazy_module():
     out, tout = lazy(acg.tensor(x)), tlazy(torch.tensor(x))
     # in_channels stays 0 after a load: PyTorch infers it only in initialize_parameters
     assert type(lazy) is nn.Conv2d and repr(lazy) == repr(tlazy)
-    assert_close(out.numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
-    assert_close(out.numpy(), tconv(torch.tensor(x)).detach().numpy(), rtol=1e-10, atol=1e-12)
+    assert_close(out.detach().numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+    assert_close(out.detach().numpy(), tconv(torch.tensor(x)).detach().numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_lazy_errors_match_torch():
@@ -116,13 +116,13 @@ def test_lazy_module_trains_and_compiles(mode):
     x = acg.tensor(np.random.default_rng(0).standard_normal((2, 3, 4, 4)))
     before = model(x)
     assert [type(m).__name__ for m in model] == ["Conv2d", "ReLU", "Flatten", "Linear"]
-    w0 = model[3].weight.numpy().copy()
+    w0 = model[3].weight.detach().numpy().copy()
     with mode():
         (before ** 2).sum().backward()
     opt.step()
-    assert not np.allclose(model[3].weight.numpy(), w0)  # the optimizer's tensor is the layer's
+    assert not np.allclose(model[3].weight.detach().numpy(), w0)  # the optimizer's tensor is the layer's
     compiled = acg.compile(model)
-    assert_close(compiled(x).numpy(), model(x).numpy(), rtol=1e-12)
+    assert_close(compiled(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-12)
 
 
 def test_docstring_examples_run():

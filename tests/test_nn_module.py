@@ -195,13 +195,13 @@ def test_to_dtype_keeps_parameter_objects():
     net.block.register_buffer("count", acg.tensor(3))  # an int buffer keeps its dtype
     net(acg.randn(2, 3)).sum().backward()
     params = list(net.parameters())
-    before = [p.numpy() for p in params]
+    before = [p.detach().numpy() for p in params]
     assert net.to(acg.float64) is net
     assert [id(p) for p in net.parameters()] == [id(p) for p in params]
     assert all(p.dtype == np.float64 and p.grad.dtype == np.float64 for p in params)
     assert net.block.steps.dtype == np.float64 and net.block.count.dtype == np.int64
     for p, b in zip(params, before):
-        assert_close(p.numpy(), b)
+        assert_close(p.detach().numpy(), b)
     assert net.float().head.weight.dtype == np.float32
     assert net.half().head.weight.dtype == np.float16
     assert net.to(acg.zeros(1, dtype=acg.float64)).head.weight.dtype == np.float64
@@ -218,7 +218,7 @@ def test_state_dict_keys_values_and_prefix():
     assert list(sd) == ["scale", "block.steps", "block.fc.weight", "block.fc.bias",
                         "block.norm.weight", "block.norm.bias", "head.weight"]
     assert all(not t.requires_grad and type(t) is acg.Tensor for t in sd.values())
-    assert_close(sd["block.fc.weight"].numpy(), net.block.fc.weight.numpy())
+    assert_close(sd["block.fc.weight"].detach().numpy(), net.block.fc.weight.detach().numpy())
     assert sd["head.weight"] is not net.head.weight
     assert net.state_dict(keep_vars=True)["head.weight"] is net.head.weight
     assert list(net.block.state_dict(prefix="x."))[0] == "x.steps"
@@ -232,7 +232,7 @@ def test_load_state_dict_round_trip():
     assert result.missing_keys == [] and result.unexpected_keys == []
     assert repr(result) == "<All keys matched successfully>"
     for (name, a), (_, b) in zip(src.state_dict().items(), dst.state_dict().items()):
-        assert_close(b.numpy(), a.numpy())
+        assert_close(b.detach().numpy(), a.detach().numpy())
     assert dst.block.steps.item() == 7.0
     assert isinstance(dst.head.weight, nn.Parameter) and dst.head.weight.requires_grad
 
@@ -260,13 +260,13 @@ def test_load_state_dict_errors_name_every_key():
 
 def test_failed_load_changes_nothing():
     net, other = Net(), Net()
-    before = {k: v.numpy() for k, v in net.state_dict().items()}
+    before = {k: v.detach().numpy() for k, v in net.state_dict().items()}
     bad = OrderedDict(other.state_dict())
     bad["head.weight"] = acg.zeros(5, 5)  # one bad entry among good ones
     with pytest.raises(RuntimeError, match="size mismatch for head.weight"):
         net.load_state_dict(bad)
     for k, v in net.state_dict().items():
-        assert_close(v.numpy(), before[k])
+        assert_close(v.detach().numpy(), before[k])
 
 
 def test_non_strict_load_reports_keys_and_copies_the_rest():
@@ -276,7 +276,7 @@ def test_non_strict_load_reports_keys_and_copies_the_rest():
     sd["block.extra"] = acg.zeros(1)
     result = net.load_state_dict(sd, strict=False)
     assert result == (["block.fc.bias"], ["block.extra"])
-    assert_close(net.head.weight.numpy(), src.head.weight.numpy())
+    assert_close(net.head.weight.detach().numpy(), src.head.weight.detach().numpy())
     with pytest.raises(TypeError, match="Expected state_dict to be dict-like"):
         net.load_state_dict([("a", 1)])
     bad = OrderedDict(src.state_dict())
@@ -290,7 +290,7 @@ def test_load_state_dict_assign_and_non_persistent_buffers():
     assert "block.cache" not in net.state_dict()
     net.load_state_dict(src.state_dict(), assign=True)
     assert isinstance(net.head.weight, nn.Parameter) and net.head.weight.requires_grad
-    assert_close(net.head.weight.numpy(), src.head.weight.numpy())
+    assert_close(net.head.weight.detach().numpy(), src.head.weight.detach().numpy())
 
 
 # -- repr --------------------------------------------------------------------------------
@@ -322,10 +322,10 @@ def test_forward_hooks_replace_args_and_outputs_in_order():
                               with_kwargs=True)
     out = lin(acg.ones(1, 2))
     assert calls == ["first", "pre", "post", ("kw", {})]
-    assert_close(out.numpy(), lin.bias.numpy()[None] + 1)
+    assert_close(out.detach().numpy(), lin.bias.detach().numpy()[None] + 1)
     h1.remove(), h2.remove()
     calls.clear()
-    assert_close(lin(acg.ones(1, 2)).numpy(), lin(acg.ones(1, 2)).numpy())
+    assert_close(lin(acg.ones(1, 2)).detach().numpy(), lin(acg.ones(1, 2)).detach().numpy())
     assert calls.count("first") == 0 and calls.count("post") == 2
 
 
@@ -357,17 +357,17 @@ def test_full_backward_hook_values_order_count(mode):
     x = acg.randn(5, 3, dtype=acg.float64, requires_grad=True)
     gy = np.random.default_rng(0).standard_normal((5, 4))
     events = []
-    net.register_full_backward_pre_hook(lambda m, go: events.append(("pre", go[0].numpy())))
+    net.register_full_backward_pre_hook(lambda m, go: events.append(("pre", go[0].detach().numpy())))
     net.register_full_backward_hook(
-        lambda m, gi, go: events.append(("full", gi[0].numpy(), go[0].numpy())))
-    net[0].register_full_backward_hook(lambda m, gi, go: events.append(("inner", gi[0].numpy())))
+        lambda m, gi, go: events.append(("full", gi[0].detach().numpy(), go[0].detach().numpy())))
+    net[0].register_full_backward_hook(lambda m, gi, go: events.append(("inner", gi[0].detach().numpy())))
     for _ in range(2):
         events.clear()
         x.grad = None
         with mode():
             net(x).backward(acg.tensor(gy))
         assert [e[0] for e in events] == ["pre", "inner", "full"]
-        gx, _ = _reference_grads(net[0].weight.numpy(), net[0].bias.numpy(), x.numpy(), gy)
+        gx, _ = _reference_grads(net[0].weight.detach().numpy(), net[0].bias.detach().numpy(), x.detach().numpy(), gy)
         assert_close(events[0][1], gy)
         assert_close(events[1][1], gx, rtol=1e-10)
         assert_close(events[2][1], gx, rtol=1e-10)
@@ -421,9 +421,9 @@ def test_backward_hook_multiple_inputs_and_outputs(mode):
         (p.sum() + 3 * s.sum()).backward()
     (gi, go), = seen
     assert gi[1] is None and len(gi) == 3 and len(go) == 2
-    assert_close(gi[0].numpy(), [3 + 3, 4 + 3])
-    assert_close(gi[2].numpy(), [1 + 6, 2 + 6])
-    assert_close(go[1].numpy(), [3.0, 3.0])
+    assert_close(gi[0].detach().numpy(), [3 + 3, 4 + 3])
+    assert_close(gi[2].detach().numpy(), [1 + 6, 2 + 6])
+    assert_close(go[1].detach().numpy(), [3.0, 3.0])
     assert_close(a.grad.numpy(), [6.0, 7.0])
 
 
@@ -457,10 +457,10 @@ def test_deepcopy_gives_independent_parameters_and_keeps_ties():
     clone = copy.deepcopy(net)
     assert isinstance(clone[0].weight, nn.Parameter) and clone[0].weight is not net[0].weight
     assert clone[1].weight is clone[0].weight  # the tie survives the copy
-    assert_close(clone[0].weight.numpy(), net[0].weight.numpy())
+    assert_close(clone[0].weight.detach().numpy(), net[0].weight.detach().numpy())
     with acg.no_grad():
         clone[0].weight.fill_(0.0)
-    assert net[0].weight.numpy().any()
+    assert net[0].weight.detach().numpy().any()
 
 
 def test_state_dict_round_trips_through_a_checkpoint(tmp_path):
@@ -472,7 +472,7 @@ def test_state_dict_round_trips_through_a_checkpoint(tmp_path):
         "<All keys matched successfully>"
     for (k, a), (_, b) in zip(src.state_dict().items(), dst.state_dict().items()):
         assert a.dtype == b.dtype
-        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
 
 
 def test_to_device_keeps_parameter_objects():

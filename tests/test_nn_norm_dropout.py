@@ -56,7 +56,7 @@ def test_norm_train_matches_torch(mode, name, args, kwargs, shape):
     ours, theirs = _pair(name, args, kwargs)
     compare_with_torch(ours, theirs, [_x(*shape)], mode, rtol=1e-4, atol=1e-5)
     for key, value in theirs.state_dict().items():  # running statistics updated alike
-        assert_close(ours.state_dict()[key].numpy(), value.numpy(), rtol=1e-5, atol=1e-6)
+        assert_close(ours.state_dict()[key].detach().numpy(), value.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("name,args,kwargs,shape", NORMS, ids=IDS)
@@ -65,7 +65,7 @@ def test_norm_eval_matches_torch(name, args, kwargs, shape):
     ours.eval(), theirs.eval()
     x = _x(*shape, seed=1)
     with torch.no_grad():
-        want = theirs(torch.tensor(x)).numpy()
+        want = theirs(torch.tensor(x)).detach().numpy()
     assert_close(ours(acg.tensor(x)).detach().numpy(), want, rtol=1e-4, atol=1e-5)
 
 
@@ -77,7 +77,7 @@ def test_cross_map_lrn2d_forward_as_torch_gradient_exact(mode):
     ours = nn.CrossMapLRN2d(3, alpha=0.1)
     assert repr(ours) == repr(torch.nn.CrossMapLRN2d(3, alpha=0.1))
     with torch.no_grad():
-        want = torch.nn.CrossMapLRN2d(3, alpha=0.1)(torch.tensor(x)).numpy()
+        want = torch.nn.CrossMapLRN2d(3, alpha=0.1)(torch.tensor(x)).detach().numpy()
     assert_close(ours(acg.tensor(x)).detach().numpy(), want, rtol=1e-5, atol=1e-6)
     check_layer_grads(ours, [x.astype(np.float64)[:1, :, :2, :2]], mode, rtol=1e-5,
                       atol=1e-7)
@@ -91,7 +91,7 @@ def test_batch_norm_3d_momentum_none_is_cumulative():
         x = _x(2, 2, 2, 2, 2, seed=seed)
         ours(acg.tensor(x)), theirs(torch.tensor(x))
     for key, value in theirs.state_dict().items():
-        assert_close(ours.state_dict()[key].numpy(), value.numpy(), rtol=1e-5, atol=1e-6)
+        assert_close(ours.state_dict()[key].detach().numpy(), value.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_norm_errors_as_torch():
@@ -111,7 +111,7 @@ def test_convert_sync_batchnorm_keeps_state():
     model[1].running_mean.fill_(0.5)
     converted = nn.SyncBatchNorm.convert_sync_batchnorm(model)
     assert type(converted[1]) is nn.SyncBatchNorm
-    assert_close(converted[1].running_mean.numpy(), np.full(3, 0.5))
+    assert_close(converted[1].running_mean.detach().numpy(), np.full(3, 0.5))
     assert list(converted.state_dict()) == list(model.state_dict())
 
 
@@ -153,7 +153,7 @@ def test_channel_dropout_errors_and_warnings_as_torch():
 
 
 def test_dropout1d_unbatched_drops_rows():
-    y = nn.Dropout1d(0.5)(acg.ones(400, 3)).numpy()
+    y = nn.Dropout1d(0.5)(acg.ones(400, 3)).detach().numpy()
     assert np.all(y == y[:, :1])
 
 
@@ -168,7 +168,7 @@ def test_alpha_dropout_keeps_mean_and_variance(mode, name):
     out = y.detach().numpy()
     # SELU's self-normalising property: a standard normal input stays (0, 1)
     assert abs(out.mean()) < 0.02 and out.std() == pytest.approx(1.0, abs=0.03)
-    ref = getattr(torch.nn, name)(p)(torch.tensor(_x(*shape))).numpy()
+    ref = getattr(torch.nn, name)(p)(torch.tensor(_x(*shape))).detach().numpy()
     assert out.std() == pytest.approx(ref.std(), abs=0.03)
     with mode():
         y.sum().backward()

@@ -67,7 +67,7 @@ def _run_both(torch, theirs, ours, x: np.ndarray, states: list[np.ndarray] | Non
             loss.backward()
         grads = [xt.grad] + [s.grad for s in st or []] + [p.grad for p in module.parameters()]
         return [np.asarray(o.detach().numpy()) for o in outs], \
-            [np.asarray(g.numpy()) for g in grads]
+            [np.asarray(g.detach().numpy()) for g in grads]
     import contextlib
     t = go(torch, theirs, lambda a, grad=True: torch.tensor(a, requires_grad=grad),
            contextlib.nullcontext)
@@ -123,10 +123,10 @@ def test_dropout_between_layers_in_training():
     lstm = nn.LSTM(3, 8, 2, dropout=0.5)
     x = acg.randn(4, 2, 3)
     lstm.eval()
-    ref = lstm(x)[0].numpy()
-    assert_close(lstm(x)[0].numpy(), ref, rtol=0, atol=0)
+    ref = lstm(x)[0].detach().numpy()
+    assert_close(lstm(x)[0].detach().numpy(), ref, rtol=0, atol=0)
     lstm.train()
-    assert not np.allclose(lstm(x)[0].numpy(), ref)
+    assert not np.allclose(lstm(x)[0].detach().numpy(), ref)
     with pytest.warns(UserWarning, match="non-zero dropout expects num_layers greater than 1"):
         nn.GRU(2, 3, dropout=0.2)
 
@@ -158,9 +158,9 @@ def test_packed_output_pads_back_like_torch():
                                                          padding_value=-1.0, total_length=5)
     o_pad, o_len = R.pad_packed_sequence(o_out, batch_first=True, padding_value=-1.0,
                                          total_length=5)
-    assert_close(o_pad.numpy(), t_pad.detach().numpy(), rtol=1e-10, atol=1e-10)
+    assert_close(o_pad.detach().numpy(), t_pad.detach().numpy(), rtol=1e-10, atol=1e-10)
     assert o_len.tolist() == t_len.tolist() and o_len.dtype == np.int64
-    assert_close(o_h.numpy(), t_h.detach().numpy(), rtol=1e-10, atol=1e-10)
+    assert_close(o_h.detach().numpy(), t_h.detach().numpy(), rtol=1e-10, atol=1e-10)
     assert o_out.sorted_indices.tolist() == t_out.sorted_indices.tolist()
     assert o_out.unsorted_indices.tolist() == t_out.unsorted_indices.tolist()
 
@@ -173,17 +173,17 @@ def test_pad_and_pack_utilities_against_torch():
     ts, os_ = [torch.tensor(s) for s in seqs], [acg.tensor(s) for s in seqs]
     for kw in ({}, {"batch_first": True, "padding_value": 7.0},
                {"padding_side": "left", "batch_first": True}):
-        assert_close(R.pad_sequence(os_, **kw).numpy(), tr.pad_sequence(ts, **kw).numpy())
+        assert_close(R.pad_sequence(os_, **kw).detach().numpy(), tr.pad_sequence(ts, **kw).detach().numpy())
     tp = tr.pack_sequence(ts, enforce_sorted=False)
     op = R.pack_sequence(os_, enforce_sorted=False)
-    assert_close(op.data.numpy(), tp.data.numpy())
+    assert_close(op.data.detach().numpy(), tp.data.detach().numpy())
     assert op.batch_sizes.tolist() == tp.batch_sizes.tolist()
     for got, want in zip(R.unpack_sequence(op), tr.unpack_sequence(tp)):
-        assert_close(got.numpy(), want.numpy())
+        assert_close(got.detach().numpy(), want.detach().numpy())
     padded = tr.pad_sequence(ts)
-    for got, want in zip(R.unpad_sequence(acg.tensor(padded.numpy()), [4, 2, 3]),
+    for got, want in zip(R.unpad_sequence(acg.tensor(padded.detach().numpy()), [4, 2, 3]),
                          tr.unpad_sequence(padded, torch.tensor([4, 2, 3]))):
-        assert_close(got.numpy(), want.numpy())
+        assert_close(got.detach().numpy(), want.detach().numpy())
     sorted_ = R.pack_sequence([os_[0], os_[2], os_[1]])
     assert sorted_.sorted_indices is None and sorted_.unsorted_indices is None
     assert isinstance(sorted_, tuple) and sorted_.double().data.dtype == np.float64
@@ -197,8 +197,8 @@ def test_gradient_through_pack_and_pad():
     padded.sum().backward()
     want = np.zeros((3, 2, 2))
     want[:3, 0], want[:1, 1] = 1.0, 1.0
-    assert_close(x.grad.numpy(), want)
-    assert_close(padded.numpy()[1:, 1], np.full((2, 2), 5.0))
+    assert_close(x.grad.detach().numpy(), want)
+    assert_close(padded.detach().numpy()[1:, 1], np.full((2, 2), 5.0))
 
 
 def test_packing_errors_match_torch():
@@ -240,8 +240,8 @@ def test_cells_against_torch(mode, name, kw, batched):
         with ctx():
             loss.backward()
         vals = [o.detach().numpy() for o in outs]
-        return vals + [xt.grad.numpy()] + [s.grad.numpy() for s in st] + \
-            [p.grad.numpy() for p in module.parameters()]
+        return vals + [xt.grad.detach().numpy()] + [s.grad.detach().numpy() for s in st] + \
+            [p.grad.detach().numpy() for p in module.parameters()]
     import contextlib
     for a, b in zip(go(torch, theirs, contextlib.nullcontext), go(acg, ours, mode)):
         assert_close(b, a, rtol=1e-10, atol=1e-10)
@@ -330,7 +330,7 @@ def test_repr_state_dict_all_weights_and_init():
     acg.manual_seed(0)
     big = nn.GRU(8, 400)
     bound = 1 / math.sqrt(400)
-    w = big.weight_hh_l0.numpy()
+    w = big.weight_hh_l0.detach().numpy()
     assert np.abs(w).max() <= bound and np.abs(w).max() > 0.99 * bound
     assert w.std() == pytest.approx(bound / math.sqrt(3), rel=0.02)
     assert nn.LSTM(2, 3, dtype=acg.float64).weight_ih_l0.dtype == np.float64
@@ -424,13 +424,13 @@ def test_acg_compile_module_matches_eager():
     model, x = _LSTMHead().double(), acg.tensor(_x(2, 6, 3))
     loss = model(x)
     loss.backward()
-    want = [loss.item()] + [p.grad.numpy().copy() for p in model.parameters()]
+    want = [loss.item()] + [p.grad.detach().numpy().copy() for p in model.parameters()]
     compiled = acg.compile(model)
     for _ in range(2):  # the second call runs the cached program
         model.zero_grad()
         loss = compiled(x)
         loss.backward()
-        got = [loss.item()] + [p.grad.numpy() for p in model.parameters()]
+        got = [loss.item()] + [p.grad.detach().numpy() for p in model.parameters()]
         for g, w in zip(got, want):
             assert_close(g, w, rtol=1e-10, atol=1e-12)
 
@@ -458,8 +458,8 @@ def test_double_backward_against_torch(mode, name, kw, lengths):
         total = (gx * gx).sum() + loss
         with ctx():
             total.backward()
-        return [total.detach().numpy(), x.grad.numpy()] + \
-            [p.grad.numpy() for p in module.parameters()]
+        return [total.detach().numpy(), x.grad.detach().numpy()] + \
+            [p.grad.detach().numpy() for p in module.parameters()]
     import contextlib
     for got, want in zip(go(acg, ours, mode), go(torch, theirs, contextlib.nullcontext)):
         assert_close(got, want, rtol=1e-9, atol=1e-10)

@@ -86,12 +86,12 @@ def test_clip_inside_training_step(mode):
 def test_parameters_to_vector_and_back():
     model = nn.Sequential(nn.Linear(3, 2), nn.Linear(2, 1))
     vec = nn.utils.parameters_to_vector(model.parameters())
-    expected = np.concatenate([p.numpy().ravel() for p in model.parameters()])
-    assert_close(vec.numpy(), expected)
+    expected = np.concatenate([p.detach().numpy().ravel() for p in model.parameters()])
+    assert_close(vec.detach().numpy(), expected)
     params = list(model.parameters())
     nn.utils.vector_to_parameters(vec * 2, model.parameters())
     assert [id(p) for p in model.parameters()] == [id(p) for p in params]
-    assert_close(nn.utils.parameters_to_vector(model.parameters()).numpy(), expected * 2)
+    assert_close(nn.utils.parameters_to_vector(model.parameters()).detach().numpy(), expected * 2)
     assert all(p.requires_grad and p.is_leaf for p in model.parameters())
     with pytest.raises(TypeError, match="expected torch.Tensor, but got: list"):
         nn.utils.vector_to_parameters([1.0], model.parameters())

@@ -75,7 +75,7 @@ def _check_power_iteration(ours, theirs, x, prefix):
                      theirs(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
     sd, tsd = ours.state_dict(), theirs.state_dict()
     for key in (prefix + "u", prefix + "v"):
-        assert_close(sd[key].numpy(), tsd[key].numpy(), rtol=1e-5, atol=1e-6)
+        assert_close(sd[key].detach().numpy(), tsd[key].detach().numpy(), rtol=1e-5, atol=1e-6)
     ours.eval(), theirs.eval()
     assert_close(ours(acg.tensor(x)).detach().numpy(), theirs(torch.tensor(x)).detach().numpy(),
                  rtol=1e-5, atol=1e-5)

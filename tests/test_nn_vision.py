@@ -50,19 +50,19 @@ def _compare(build, shapes, mode, fwd_kwargs=None, positive=False, seed=0, rtol=
     tout, oout = tm(*tx, *more_t, **fwd_kwargs), om(*ox, *more_o, **fwd_kwargs)
     if isinstance(tout, tuple):
         for a, b in zip(oout[1:], tout[1:]):
-            np.testing.assert_array_equal(a.numpy(), b.numpy())
+            np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
     tout, oout = _first(tout), _first(oout)
     assert tuple(oout.shape) == tuple(tout.shape)
-    assert_close(oout.numpy(), tout.detach().numpy(), rtol=rtol, atol=1e-12)
+    assert_close(oout.detach().numpy(), tout.detach().numpy(), rtol=rtol, atol=1e-12)
     cot = rng.standard_normal(tuple(tout.shape))
     tout.backward(torch.tensor(cot))
     with mode():
         oout.backward(acg.tensor(cot))
     for a, b in zip(ox, tx):
-        assert_close(a.grad.numpy(), b.grad.numpy(), rtol=rtol, atol=1e-12)
+        assert_close(a.grad.detach().numpy(), b.grad.detach().numpy(), rtol=rtol, atol=1e-12)
     for (name, p), (tname, tp) in zip(om.named_parameters(), tm.named_parameters()):
         assert name == tname
-        assert_close(p.grad.numpy(), tp.grad.numpy(), rtol=rtol, atol=1e-12)
+        assert_close(p.grad.detach().numpy(), tp.grad.detach().numpy(), rtol=rtol, atol=1e-12)
     return om, oout
 
 
@@ -199,8 +199,8 @@ def test_conv_transpose_init_matches_torch_statistics():
     big = nn.ConvTranspose2d(32, 16, 5)
     bound = 1 / np.sqrt(16 * 25)  # fan_in of the transposed layout: weight.size(1) * k * k
     for p in (big.weight, big.bias):
-        assert np.abs(p.numpy()).max() <= bound
-    assert big.weight.numpy().std() == pytest.approx(bound / np.sqrt(3), rel=0.03)
+        assert np.abs(p.detach().numpy()).max() <= bound
+    assert big.weight.detach().numpy().std() == pytest.approx(bound / np.sqrt(3), rel=0.03)
     assert big.weight.shape == (32, 16, 5, 5)
 
 
@@ -220,12 +220,12 @@ def test_max_unpool_inverts_max_pool(n, mode):
     vt = pt.detach().clone().requires_grad_(True)
     vo = acg.tensor(pt.detach().numpy(), requires_grad=True)
     ut, uo = unpool_t(vt, it, output_size=size), unpool_o(vo, io, output_size=size)
-    assert_close(uo.numpy(), ut.detach().numpy(), rtol=0, atol=0)
+    assert_close(uo.detach().numpy(), ut.detach().numpy(), rtol=0, atol=0)
     cot = rng.standard_normal(tuple(ut.shape))
     ut.backward(torch.tensor(cot))
     with mode():
         uo.backward(acg.tensor(cot))
-    assert_close(vo.grad.numpy(), vt.grad.numpy(), rtol=1e-12)
+    assert_close(vo.grad.detach().numpy(), vt.grad.detach().numpy(), rtol=1e-12)
     with pytest.raises(ValueError, match="invalid output_size"):
         unpool_o(vo, io, output_size=[s + 5 for s in size])
 
@@ -242,13 +242,13 @@ def test_fractional_max_pool_matches_torch_given_samples(n, mode):
     xo = acg.tensor(x, requires_grad=True)
     oout, oidx = getattr(F, f"fractional_max_pool{n}d")(xo, _random_samples=acg.tensor(samples),
                                                         **kw)
-    assert_close(oout.numpy(), tout.detach().numpy(), rtol=0, atol=0)
-    np.testing.assert_array_equal(oidx.numpy(), tidx.numpy())
+    assert_close(oout.detach().numpy(), tout.detach().numpy(), rtol=0, atol=0)
+    np.testing.assert_array_equal(oidx.detach().numpy(), tidx.detach().numpy())
     cot = rng.standard_normal(tuple(tout.shape))
     tout.backward(torch.tensor(cot))
     with mode():
         oout.backward(acg.tensor(cot))
-    assert_close(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
+    assert_close(xo.grad.detach().numpy(), xt.grad.detach().numpy(), rtol=1e-12)
 
 
 def test_fractional_max_pool_module_draws_from_our_generator():
@@ -261,10 +261,10 @@ def test_fractional_max_pool_module_draws_from_our_generator():
     acg.manual_seed(3)
     b = pool(x)
     assert a.shape == (2, 3, 5, 5)
-    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
     # every output is the max of some 2x2 window of the input
-    windows = F.max_pool2d(x, 2, stride=1).numpy().reshape(2, 3, -1)
-    assert all(np.isin(a.numpy()[i, j], windows[i, j]).all() for i in range(2) for j in range(3))
+    windows = F.max_pool2d(x, 2, stride=1).detach().numpy().reshape(2, 3, -1)
+    assert all(np.isin(a.detach().numpy()[i, j], windows[i, j]).all() for i in range(2) for j in range(3))
     with pytest.raises(ValueError, match="requires specifying either an output size"):
         nn.FractionalMaxPool2d(2)
     with pytest.raises(ValueError, match="output_ratio must be between 0 and 1"):
@@ -298,11 +298,11 @@ def test_interpolate_matches_torch(shape, kwargs):
     tout = torch.nn.functional.interpolate(xt, **kwargs)
     oout = F.interpolate(xo, **kwargs)
     assert tuple(oout.shape) == tuple(tout.shape)
-    assert_close(oout.numpy(), tout.detach().numpy(), rtol=1e-12, atol=1e-12)
+    assert_close(oout.detach().numpy(), tout.detach().numpy(), rtol=1e-12, atol=1e-12)
     cot = np.random.default_rng(2).standard_normal(tuple(tout.shape))
     tout.backward(torch.tensor(cot))
     oout.backward(acg.tensor(cot))
-    assert_close(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-12, atol=1e-12)
+    assert_close(xo.grad.detach().numpy(), xt.grad.detach().numpy(), rtol=1e-12, atol=1e-12)
 
 
 ANTIALIAS = [
@@ -323,16 +323,16 @@ def test_interpolate_antialias_matches_torch(shape, kwargs, mode):
     tout = torch.nn.functional.interpolate(xt, antialias=True, **kwargs)
     oout = F.interpolate(xo, antialias=True, **kwargs)
     assert tuple(oout.shape) == tuple(tout.shape)
-    assert_close(oout.numpy(), tout.detach().numpy(), rtol=1e-12, atol=1e-12)
+    assert_close(oout.detach().numpy(), tout.detach().numpy(), rtol=1e-12, atol=1e-12)
     cot = np.random.default_rng(4).standard_normal(tuple(tout.shape))
     tout.backward(torch.tensor(cot))
     with mode():
         oout.backward(acg.tensor(cot))
-    assert_close(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-12, atol=1e-12)
+    assert_close(xo.grad.detach().numpy(), xt.grad.detach().numpy(), rtol=1e-12, atol=1e-12)
     x32 = x.astype(np.float32)
-    assert_close(F.interpolate(acg.tensor(x32), antialias=True, **kwargs).numpy(),
+    assert_close(F.interpolate(acg.tensor(x32), antialias=True, **kwargs).detach().numpy(),
                  torch.nn.functional.interpolate(torch.tensor(x32), antialias=True,
-                                                 **kwargs).numpy(), rtol=1e-5, atol=1e-5)
+                                                 **kwargs).detach().numpy(), rtol=1e-5, atol=1e-5)
 
 
 def test_interpolate_uint8_images_match_torch():
@@ -347,10 +347,10 @@ def test_interpolate_uint8_images_match_torch():
                       ((1, 3, 5, 6), dict(size=(8, 8), mode="bicubic")),
                       ((2, 3, 32, 29), dict(size=(11, 45), mode="bicubic", antialias=True))]:
         x = rng.integers(0, 256, shape).astype(np.uint8)
-        theirs = torch.nn.functional.interpolate(torch.tensor(x), **kw).numpy().astype(int)
+        theirs = torch.nn.functional.interpolate(torch.tensor(x), **kw).detach().numpy().astype(int)
         ours = F.interpolate(acg.tensor(x), **kw)
         assert str(ours.dtype) == "uint8"
-        diff = np.abs(ours.numpy().astype(int) - theirs)
+        diff = np.abs(ours.detach().numpy().astype(int) - theirs)
         assert diff.max() <= (0 if kw.get("mode", "nearest").startswith("nearest") else 1)
         assert (diff > 0).mean() < 0.01, kw
     with pytest.raises(RuntimeError, match="not implemented for 'Byte'"):
@@ -364,7 +364,7 @@ def test_interpolate_float32_matches_torch(mode_name):
     for kw in (dict(size=(11, 13)), dict(scale_factor=1.37), dict(size=(3, 4))):
         tout = torch.nn.functional.interpolate(torch.tensor(x), mode=mode_name, **kw)
         oout = F.interpolate(acg.tensor(x), mode=mode_name, **kw)
-        assert_close(oout.numpy(), tout.numpy(), rtol=1e-5, atol=1e-5)
+        assert_close(oout.detach().numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-5)
 
 
 def test_interpolate_errors_match_torch():
@@ -399,7 +399,7 @@ def test_deprecated_upsample_functions_warn_and_resample():
             o = ours(acg.tensor(x), **kw)
         with pytest.warns(UserWarning, match="deprecated"):
             t = theirs(torch.tensor(x), **kw)
-        assert_close(o.numpy(), t.numpy(), rtol=1e-12)
+        assert_close(o.detach().numpy(), t.detach().numpy(), rtol=1e-12)
 
 
 # -- functional forms, unbatched inputs and errors ---------------------------------------------
@@ -423,12 +423,12 @@ def test_functional_pools_and_conv_tbc_match_torch():
     for ours, theirs in pairs:
         ours, theirs = (ours, theirs) if isinstance(ours, tuple) else ((ours,), (theirs,))
         for a, b in zip(ours, theirs):
-            assert_close(a.numpy(), b.numpy(), rtol=1e-12)
+            assert_close(a.detach().numpy(), b.detach().numpy(), rtol=1e-12)
     t_in, w = rng.standard_normal((7, 2, 3)), rng.standard_normal((3, 3, 4))
     b = rng.standard_normal(4)
     ours = F.conv_tbc(acg.tensor(t_in), acg.tensor(w), acg.tensor(b), 1)
     theirs = torch.conv_tbc(torch.tensor(t_in), torch.tensor(w), torch.tensor(b), 1)
-    assert_close(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    assert_close(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12)
 
 
 def test_pool_and_shuffle_errors():
@@ -465,7 +465,7 @@ def test_padding_layers_repr_and_f_pad_modes():
             pad = [1, 2, 2, 1, 0, 2][:2 * n]
             ours = F.pad(acg.tensor(x), pad, mode=mode_name)
             theirs = torch.nn.functional.pad(torch.tensor(x), pad, mode=mode_name)
-            assert_close(ours.numpy(), theirs.numpy(), rtol=0, atol=0)
+            assert_close(ours.detach().numpy(), theirs.detach().numpy(), rtol=0, atol=0)
     with pytest.raises(ValueError, match=r"expected 2D or 3D input \(got 4D input\)"):
         nn.CircularPad1d(1)(acg.randn(1, 1, 2, 3))
 
@@ -503,12 +503,12 @@ def test_conv_transpose_matches_jax_vjp_of_convolution():
     xo, wo = acg.tensor(x, requires_grad=True), acg.tensor(w, requires_grad=True)
     out = F.conv_transpose2d(xo, wo, stride=stride, padding=pad)
     expected, vjp = jax.vjp(ref, jnp.asarray(x), jnp.asarray(w))
-    assert_close(out.numpy(), np.asarray(expected), rtol=1e-12)
+    assert_close(out.detach().numpy(), np.asarray(expected), rtol=1e-12)
     cot = rng.standard_normal(out.shape)
     out.backward(acg.tensor(cot))
     gx, gw = vjp(jnp.asarray(cot))
-    assert_close(xo.grad.numpy(), np.asarray(gx), rtol=1e-12)
-    assert_close(wo.grad.numpy(), np.asarray(gw), rtol=1e-12)
+    assert_close(xo.grad.detach().numpy(), np.asarray(gx), rtol=1e-12)
+    assert_close(wo.grad.detach().numpy(), np.asarray(gw), rtol=1e-12)
 
 
 def test_interpolate_double_backward_is_linear():
@@ -520,7 +520,7 @@ def test_interpolate_double_backward_is_linear():
     (gx,) = acg.autograd.grad(out, x, g, create_graph=True)
     v = acg.randn(1, 1, 3, 4, dtype=acg.float64)
     (gg,) = acg.autograd.grad((gx * v).sum(), g)
-    assert_close(gg.numpy(), F.interpolate(v, size=(5, 7), mode="bilinear").numpy(), rtol=1e-12)
+    assert_close(gg.detach().numpy(), F.interpolate(v, size=(5, 7), mode="bilinear").detach().numpy(), rtol=1e-12)
     # <interp(x), g> == <x, interp^T(g)>
     assert (out * g).sum().item() == pytest.approx((x * gx).sum().item(), rel=1e-12)
 
@@ -534,12 +534,12 @@ def test_compiled_modules_match_eager(mode):
     compiled = acg.compile(model)
     x = acg.tensor(np.random.default_rng(0).standard_normal((2, 3, 4, 4)))
     eager_out = model(x)
-    assert_close(compiled(x).numpy(), eager_out.numpy(), rtol=1e-10)
+    assert_close(compiled(x).detach().numpy(), eager_out.detach().numpy(), rtol=1e-10)
 
     def grads(m):
         model.zero_grad()
         with mode():
             (m(x) ** 2).sum().backward()
-        return [p.grad.numpy().copy() for p in model.parameters()]
+        return [p.grad.detach().numpy().copy() for p in model.parameters()]
     for a, b in zip(grads(compiled), grads(model)):
         assert_close(a, b, rtol=1e-9)

@@ -99,7 +99,7 @@ def test_encoder_stack_with_norm_matches_torch(mode):
     ours, theirs = _pair(make)
     assert [k for k in ours.state_dict() if k.startswith("layers.1.")] != []
     S, N = 5, 2
-    kw, tkw = _masks(mask=nn.Transformer.generate_square_subsequent_mask(S).numpy(),
+    kw, tkw = _masks(mask=nn.Transformer.generate_square_subsequent_mask(S).detach().numpy(),
                      src_key_padding_mask=_float_mask(_kpm(N, S)))
     compare_with_torch(ours, theirs, [_x(S, N, E)], mode, kw, tkw)
 
@@ -121,7 +121,7 @@ def test_transformer_matches_torch(mode, batch_first):
                          dropout=0.0, batch_first=batch_first)
     N, S, T = 2, 5, 4
     shape = (lambda L: (N, L, E)) if batch_first else (lambda L: (L, N, E))
-    kw, tkw = _masks(tgt_mask=torch.nn.Transformer.generate_square_subsequent_mask(T).numpy(),
+    kw, tkw = _masks(tgt_mask=torch.nn.Transformer.generate_square_subsequent_mask(T).detach().numpy(),
                      src_key_padding_mask=_kpm(N, S), memory_key_padding_mask=_kpm(N, S),
                      tgt_key_padding_mask=_float_mask(_kpm(N, T)))
     compare_with_torch(ours, theirs, [_x(*shape(S)), _x(*shape(T), seed=1)], mode, kw, tkw,
@@ -165,15 +165,15 @@ def test_transformer_state_dict_keys_and_init():
             bound = np.sqrt(6.0 / sum(p.shape))
             assert np.abs(p.detach().numpy()).max() <= bound, name
             assert np.abs(p.detach().numpy()).max() > 0.5 * bound, name
-    assert_close(sd["encoder.layers.0.self_attn.in_proj_bias"].numpy(), np.zeros(3 * E))
+    assert_close(sd["encoder.layers.0.self_attn.in_proj_bias"].detach().numpy(), np.zeros(3 * E))
     assert ours.d_model == E and ours.nhead == H and ours.batch_first is False
     assert ours.encoder.enable_nested_tensor is True
 
 
 @pytest.mark.filterwarnings(NESTED_WARNING)
 def test_generate_square_subsequent_mask_and_errors():
-    assert_close(nn.Transformer.generate_square_subsequent_mask(4).numpy(),
-                 torch.nn.Transformer.generate_square_subsequent_mask(4).numpy())
+    assert_close(nn.Transformer.generate_square_subsequent_mask(4).detach().numpy(),
+                 torch.nn.Transformer.generate_square_subsequent_mask(4).detach().numpy())
     m = nn.Transformer(d_model=E, nhead=H, num_encoder_layers=1, num_decoder_layers=1,
                        dim_feedforward=FF)
     with pytest.raises(RuntimeError, match="the batch number of src and tgt must be equal"):
@@ -190,7 +190,7 @@ def test_unbatched_inputs_match_torch():
     ours.eval(), theirs.eval()
     src, tgt = _x(5, E), _x(4, E, seed=1)
     with torch.no_grad():
-        want = theirs(torch.tensor(src), torch.tensor(tgt)).numpy()
+        want = theirs(torch.tensor(src), torch.tensor(tgt)).detach().numpy()
     assert_close(ours(acg.tensor(src), acg.tensor(tgt)).detach().numpy(), want, rtol=1e-4,
                  atol=1e-5)
 
@@ -207,7 +207,7 @@ def test_dropout_in_train_only():
     theirs = torch.nn.TransformerEncoderLayer(E, H, FF, dropout=0.5)
     load_torch_state(layer, theirs)
     with torch.no_grad():
-        assert_close(layer(x).detach().numpy(), theirs.eval()(torch.tensor(_x(5, 2, E)))
+        assert_close(layer(x).detach().numpy(), theirs.eval()(torch.tensor(_x(5, 2, E))).detach()
                      .numpy(), rtol=1e-4, atol=1e-5)
 
 

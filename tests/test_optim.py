@@ -118,7 +118,7 @@ def _run_both(cls, ref, kw, steps=4, lrs=(0.05, 0.2)):
             lr = lrs[0] if i < 2 else lrs[1]
             expect[i] = ref(expect[i], g, states[i], t, lr, **kw)
         opt.step()
-    return [p.numpy() for p in params], expect, opt
+    return [p.detach().numpy() for p in params], expect, opt
 
 
 @pytest.mark.parametrize("cls,ref,kw", CASES, ids=IDS)
@@ -158,7 +158,7 @@ def test_state_dict_round_trip_continues_exactly(cls, ref, kw):
         p.grad, q.grad = g, g
     opt.step(), opt2.step()
     for p, q in zip(params, fresh):
-        assert_close(p.numpy(), q.numpy(), rtol=0, atol=0)
+        assert_close(p.detach().numpy(), q.detach().numpy(), rtol=0, atol=0)
 
 
 def test_state_layout_and_step_counter_like_pytorch():
@@ -178,7 +178,7 @@ def test_state_layout_and_step_counter_like_pytorch():
 def test_lr_change_does_not_recompile():
     ps = [acg.nn.Parameter(acg.randn(4, 4)) for _ in range(3)]
     opt = acg.optim.Adam([{"params": ps[:1]}, {"params": ps[1:], "betas": (0.8, 0.99)}], lr=0.1)
-    expected = [p.numpy().copy() for p in ps]
+    expected = [p.detach().numpy().copy() for p in ps]
     states = [{} for _ in ps]
     for t in range(1, 6):
         for p in ps:
@@ -194,7 +194,7 @@ def test_lr_change_does_not_recompile():
         opt.param_groups[1]["betas"] = (0.8, 0.99)
     assert compile_cache_size() == before
     for p, e in zip(ps, expected):
-        assert_close(p.numpy(), e, rtol=1e-5, atol=1e-6)
+        assert_close(p.detach().numpy(), e, rtol=1e-5, atol=1e-6)
 
 
 def test_params_without_grad_are_skipped_and_keep_no_state():
@@ -237,7 +237,7 @@ def test_training_loop_in_every_mode(mode):
     params = list(l1.parameters()) + list(l2.parameters())
     opt = acg.optim.AdamW(params, lr=0.01)
     x, y = acg.randn(8, 3), acg.randn(8, 1)
-    expect, states = [p.numpy().astype(np.float64) for p in params], [{} for _ in params]
+    expect, states = [p.detach().numpy().astype(np.float64) for p in params], [{} for _ in params]
     for t in range(1, 4):
         opt.zero_grad()
         loss = ((l2(l1(x).tanh()) - y) ** 2).mean()
@@ -248,7 +248,7 @@ def test_training_loop_in_every_mode(mode):
                                   0.01)
         opt.step()
     for p, e in zip(params, expect):
-        assert_close(p.numpy(), e, rtol=1e-5, atol=1e-6)
+        assert_close(p.detach().numpy(), e, rtol=1e-5, atol=1e-6)
 
 
 def test_bfloat16_parameters_stay_bfloat16():
@@ -257,7 +257,7 @@ def test_bfloat16_parameters_stay_bfloat16():
     w.grad = acg.ones(4, dtype=acg.bfloat16)
     opt.step()
     assert w.dtype == acg.bfloat16 and opt.state[w]["exp_avg"].dtype == acg.bfloat16
-    assert_close(w.numpy().astype(np.float32), np.full(4, 0.5), rtol=1e-2)
+    assert_close(w.detach().numpy().astype(np.float32), np.full(4, 0.5), rtol=1e-2)
 
 
 def test_hyperparameter_errors():

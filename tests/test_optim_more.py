@@ -79,12 +79,12 @@ def test_matches_torch_over_25_steps(name, kw):
     ours, opt = _run_ours(name, kw, grads)
     theirs, topt = _run_torch(name, kw, grads)
     for a, b in zip(ours, theirs):
-        assert_close(a.numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-6)
+        assert_close(a.detach().numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-6)
     for a, b in zip(ours, theirs):  # the state too, key by key (PyTorch's layout)
         ours_state, their_state = opt.state[a], topt.state[b]
         assert sorted(ours_state) == sorted(their_state)
         for k, v in their_state.items():
-            assert_close(ours_state[k].numpy(), v.detach().numpy(), rtol=1e-6, atol=1e-6)
+            assert_close(ours_state[k].detach().numpy(), v.detach().numpy(), rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("name,kw", [CASES[0], CASES[3], CASES[6], CASES[9], CASES[11],
@@ -105,7 +105,7 @@ def test_torch_state_dict_loads_and_continues(name, kw):
         opt.step()
         topt.step()
     for a, b in zip(ps, theirs):
-        assert_close(a.numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-6)
+        assert_close(a.detach().numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_state_dict_round_trip_has_torch_keys():
@@ -115,7 +115,7 @@ def test_state_dict_round_trip_has_torch_keys():
     assert sorted(sd["param_groups"][0]) == sorted(tsd["param_groups"][0])
     assert sd["param_groups"][1]["params"] == tsd["param_groups"][1]["params"] == [2]
     assert sorted(sd["state"][0]) == sorted(tsd["state"][0])
-    fresh = [acg.nn.Parameter(acg.tensor(p.numpy())) for p in ours]
+    fresh = [acg.nn.Parameter(acg.tensor(p.detach().numpy())) for p in ours]
     opt2 = acg.optim.NAdam([{"params": fresh[:2]}, {"params": fresh[2:], "lr": 0.02}], lr=0.05)
     opt2.load_state_dict(sd)
     for gs in _grads(2, seed=7):
@@ -123,7 +123,7 @@ def test_state_dict_round_trip_has_torch_keys():
             p.grad, q.grad = acg.tensor(g), acg.tensor(g)
         opt.step(), opt2.step()
     for p, q in zip(ours, fresh):
-        assert_close(p.numpy(), q.numpy(), rtol=0, atol=0)
+        assert_close(p.detach().numpy(), q.detach().numpy(), rtol=0, atol=0)
 
 
 def test_muon_matches_torch_within_bfloat16():
@@ -141,8 +141,8 @@ def test_muon_matches_torch_within_bfloat16():
             opt.step(), topt.step()
         for p, q, a in zip(ps, tps, init):
             # 10 steps of lr * O(1) updates, each to bfloat16's 3 significant digits
-            assert_close(p.numpy(), q.detach().numpy(), rtol=0, atol=0.02 * 10 * 0.02)
-            assert np.abs(p.numpy() - a).max() > 0.05  # it moved
+            assert_close(p.detach().numpy(), q.detach().numpy(), rtol=0, atol=0.02 * 10 * 0.02)
+            assert np.abs(p.detach().numpy() - a).max() > 0.05  # it moved
     with pytest.raises(ValueError, match="Muon only supports 2D parameters"):
         acg.optim.Muon([acg.nn.Parameter(acg.ones(3))])
 
@@ -323,11 +323,11 @@ def test_our_state_dict_loads_into_torch_and_continues(name, kw):
     """The other direction: 10 steps here, our state_dict into torch.optim, 10 more each."""
     grads = _grads(20, seed=5)
     ours, opt = _run_ours(name, kw, grads[:10])
-    tps = [torch.tensor(p.numpy(), requires_grad=True) for p in ours]
+    tps = [torch.tensor(p.detach().numpy(), requires_grad=True) for p in ours]
     topt = getattr(torch.optim, name)([{"params": tps[:2]}, {"params": tps[2:], "lr": 0.02}],
                                       lr=0.05, **kw)
     sd = opt.state_dict()
-    topt.load_state_dict({"state": {k: {n: torch.tensor(v.numpy()) if hasattr(v, "numpy") else v
+    topt.load_state_dict({"state": {k: {n: torch.tensor(v.detach().numpy()) if hasattr(v, "numpy") else v
                                         for n, v in st.items()} for k, st in sd["state"].items()},
                           "param_groups": sd["param_groups"]})
     for gs in grads[10:]:
@@ -336,4 +336,4 @@ def test_our_state_dict_loads_into_torch_and_continues(name, kw):
         opt.step()
         topt.step()
     for a, b in zip(ours, tps):
-        assert_close(a.numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-6)
+        assert_close(a.detach().numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-6)

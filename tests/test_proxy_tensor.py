@@ -33,7 +33,7 @@ def inputs(batch=4, seed=0):
 def test_traced_graph_equals_eager(tracing_mode):
     args = inputs()
     gm = make_fx(mlp_loss, tracing_mode)(*args)
-    np.testing.assert_allclose(gm(*args).numpy(), mlp_loss(*args).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(gm(*args).detach().numpy(), mlp_loss(*args).detach().numpy(), rtol=1e-6)
     gm.graph.lint()
 
 
@@ -48,7 +48,7 @@ def test_traced_training_step_forward_and_backward(tracing_mode):
     args = inputs()
     gm = make_fx(step, tracing_mode)(*args)
     for got, want in zip(gm(*args), step(*args)):
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_fake_mode_runs_no_data():
@@ -66,14 +66,14 @@ def test_symbolic_trace_serves_other_batch_sizes_and_records_size_math():
     assert sym_size in targets and operator.mul in targets  # not baked constants
     for batch in (4, 10):
         x = acg.tensor(np.arange(batch * 6, dtype=np.float32).reshape(batch, 6))
-        np.testing.assert_allclose(gm(x).numpy(), f(x).numpy())
+        np.testing.assert_allclose(gm(x).detach().numpy(), f(x).detach().numpy())
 
 
 def test_symbolic_mlp_runs_at_two_batch_sizes():
     gm = make_fx(mlp_loss, "symbolic")(*inputs(batch=4))
     for batch in (7, 16):
         args = inputs(batch, seed=batch)
-        np.testing.assert_allclose(gm(*args).numpy(), mlp_loss(*args).numpy(), rtol=1e-6)
+        np.testing.assert_allclose(gm(*args).detach().numpy(), mlp_loss(*args).detach().numpy(), rtol=1e-6)
 
 
 def test_traced_step_prints_as_readable_python():
@@ -92,7 +92,7 @@ def test_constants_from_outside_become_module_attributes():
     c = acg.tensor([1.0, 2.0, 3.0])
     gm = make_fx(lambda x: x * c, "fake")(acg.ones(3))
     assert "_tensor_constant0" in gm.code
-    np.testing.assert_allclose(gm(acg.ones(3)).numpy(), [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(gm(acg.ones(3)).detach().numpy(), [1.0, 2.0, 3.0])
 
 
 def test_tracers_do_not_leak():
@@ -165,4 +165,4 @@ def test_traced_forward_and_backward_step_prints_as_readable_python():
             return (sum_1, matmul_1)""")
     x, w = inputs()[0][:2], acg.randn(3, 4)
     for got, want in zip(gm(x, w), step(x, w)):
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)

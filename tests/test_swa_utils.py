@@ -125,7 +125,7 @@ def test_update_bn_like_torch():
         loader = [(lib.tensor(d), 0) for d in data]
         mod.update_bn(loader, model)
         bn = model[1]
-        stats.append((bn.running_mean.numpy(), bn.running_var.numpy(),
+        stats.append((bn.running_mean.detach().numpy(), bn.running_var.detach().numpy(),
                       bn.num_batches_tracked.item(), bn.momentum, model.training))
     (m, v, n, mom, tr), (tm, tv, tn, tmom, ttr) = stats
     assert_close(m, tm, rtol=1e-12, atol=1e-12)

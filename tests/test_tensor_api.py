@@ -38,10 +38,10 @@ def test_factories_shapes_dtypes_and_seed() -> None:
     acg.manual_seed(0)
     a, b, c = acg.rand(1000), acg.randn(2, 3), acg.randint(0, 5, (4,))
     acg.manual_seed(0)
-    assert np.array_equal(acg.rand(1000).numpy(), a.numpy())  # reproducible
-    assert np.array_equal(acg.randn(2, 3).numpy(), b.numpy())
-    assert np.array_equal(acg.randint(0, 5, (4,)).numpy(), c.numpy())
-    assert not np.array_equal(acg.rand(1000).numpy(), a.numpy())  # a fresh key per call
+    assert np.array_equal(acg.rand(1000).detach().numpy(), a.detach().numpy())  # reproducible
+    assert np.array_equal(acg.randn(2, 3).detach().numpy(), b.detach().numpy())
+    assert np.array_equal(acg.randint(0, 5, (4,)).detach().numpy(), c.detach().numpy())
+    assert not np.array_equal(acg.rand(1000).detach().numpy(), a.detach().numpy())  # a fresh key per call
     assert 0 <= float(a.min()) and float(a.max()) < 1 and abs(float(a.mean()) - 0.5) < 0.05
     assert b.dtype == acg.float32 and c.dtype == acg.int64
 
@@ -114,9 +114,9 @@ def test_dropout_masks_scales_and_is_reproducible() -> None:
     acg.manual_seed(3)
     y = F.dropout(x, 0.25)
     acg.manual_seed(3)
-    assert np.array_equal(F.dropout(x, 0.25).numpy(), y.numpy())
-    kept = y.numpy() != 0
-    assert abs(kept.mean() - 0.75) < 0.05 and np.allclose(y.numpy()[kept], 1 / 0.75)
+    assert np.array_equal(F.dropout(x, 0.25).detach().numpy(), y.detach().numpy())
+    kept = y.detach().numpy() != 0
+    assert abs(kept.mean() - 0.75) < 0.05 and np.allclose(y.detach().numpy()[kept], 1 / 0.75)
     y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), y.detach().numpy())  # d/dx of mask * x / (1-p)
     assert F.dropout(x, 0.25, training=False) is x and F.dropout(x, 0.0) is x

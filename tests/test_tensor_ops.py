@@ -36,9 +36,9 @@ SAMPLERS = {
 def test_global_seed_repeats_the_stream(name: str) -> None:
     draw = SAMPLERS[name]
     acg.manual_seed(123)
-    first = [draw(None).numpy() for _ in range(3)]
+    first = [draw(None).detach().numpy() for _ in range(3)]
     acg.manual_seed(123)
-    again = [draw(None).numpy() for _ in range(3)]
+    again = [draw(None).detach().numpy() for _ in range(3)]
     for a, b in zip(first, again):
         np.testing.assert_array_equal(a, b)
     assert any(not np.array_equal(first[0], f) for f in first[1:])  # the stream moves on
@@ -49,11 +49,11 @@ def test_generator_is_independent_of_the_global_stream(name: str) -> None:
     draw = SAMPLERS[name]
     g = acg.Generator().manual_seed(5)
     acg.manual_seed(9)
-    ours = draw(g).numpy()
-    after = acg.rand(4).numpy()
+    ours = draw(g).detach().numpy()
+    after = acg.rand(4).detach().numpy()
     acg.manual_seed(9)
-    np.testing.assert_array_equal(acg.rand(4).numpy(), after)  # g did not advance the global
-    np.testing.assert_array_equal(draw(acg.Generator().manual_seed(5)).numpy(), ours)
+    np.testing.assert_array_equal(acg.rand(4).detach().numpy(), after)  # g did not advance the global
+    np.testing.assert_array_equal(draw(acg.Generator().manual_seed(5)).detach().numpy(), ours)
 
 
 def test_generator_state_round_trips_and_seed() -> None:
@@ -62,9 +62,9 @@ def test_generator_state_round_trips_and_seed() -> None:
     assert g.manual_seed(42) is g and g.initial_seed() == 42
     state = g.get_state()
     assert state.dtype == acg.uint8
-    a = acg.randn(3, generator=g).numpy()
+    a = acg.randn(3, generator=g).detach().numpy()
     g.set_state(state)
-    np.testing.assert_array_equal(acg.randn(3, generator=g).numpy(), a)
+    np.testing.assert_array_equal(acg.randn(3, generator=g).detach().numpy(), a)
     s = g.seed()
     assert isinstance(s, int) and g.initial_seed() == s
     with pytest.raises(RuntimeError, match="uint8"):
@@ -76,9 +76,9 @@ def test_generator_state_round_trips_and_seed() -> None:
 def test_global_rng_state_and_manual_seed_returns_the_generator() -> None:
     assert acg.manual_seed(1) is acg.default_generator and acg.initial_seed() == 1
     state = acg.get_rng_state()
-    a = acg.rand(3).numpy()
+    a = acg.rand(3).detach().numpy()
     acg.set_rng_state(state)
-    np.testing.assert_array_equal(acg.rand(3).numpy(), a)
+    np.testing.assert_array_equal(acg.rand(3).detach().numpy(), a)
 
 
 def test_random_ops_take_their_key_as_an_input() -> None:
@@ -94,14 +94,14 @@ def test_random_ops_take_their_key_as_an_input() -> None:
         acg.multinomial(acg.ones(4), 2)
     keys = [ts[-1] for name, ts in seen if "rand" in name or "multinomial" in name]
     assert len(keys) == 2 and all(k.dtype == jnp.uint32 and k.shape == (2,) for k in keys)
-    assert not np.array_equal(keys[0].numpy(), keys[1].numpy())
+    assert not np.array_equal(keys[0].detach().numpy(), keys[1].detach().numpy())
 
 
 # -- sampling statistics (against the distributions' own moments) --------------------------------
 def test_multinomial_with_replacement_frequencies() -> None:
     p = np.array([0.1, 0.0, 0.6, 0.3])
     draws = acg.multinomial(acg.tensor(p * 7), 20000, replacement=True,
-                            generator=acg.Generator().manual_seed(0)).numpy()
+                            generator=acg.Generator().manual_seed(0)).detach().numpy()
     assert draws.shape == (20000,) and draws.dtype == np.int64
     freq = np.bincount(draws, minlength=4) / draws.size
     np.testing.assert_allclose(freq, p, atol=0.015)  # ~4 standard errors
@@ -110,13 +110,13 @@ def test_multinomial_with_replacement_frequencies() -> None:
 def test_multinomial_without_replacement() -> None:
     p = np.array([[0.5, 0.25, 0.0, 0.25], [1.0, 1.0, 1.0, 1.0]])
     g = acg.Generator().manual_seed(1)
-    rows = np.stack([acg.multinomial(acg.tensor(p), 3, generator=g).numpy() for _ in range(2000)])
+    rows = np.stack([acg.multinomial(acg.tensor(p), 3, generator=g).detach().numpy() for _ in range(2000)])
     assert rows.shape == (2000, 2, 3)
     assert all(len(set(r)) == 3 for r in rows.reshape(-1, 3))  # no repeats within a draw
     assert not (rows[:, 0] == 2).any()  # a zero-probability category is never drawn
     first = np.bincount(rows[:, 0, 0], minlength=4) / 2000  # the first draw follows p
     np.testing.assert_allclose(first, p[0] / p[0].sum(), atol=0.04)
-    full = acg.multinomial(acg.tensor(p[1]), 4).numpy()
+    full = acg.multinomial(acg.tensor(p[1]), 4).detach().numpy()
     assert sorted(full) == [0, 1, 2, 3]
 
 
@@ -142,10 +142,10 @@ def test_multinomial_rejects_integer_probabilities() -> None:
 def test_bernoulli_statistics_and_errors() -> None:
     p = acg.tensor([0.0, 0.2, 0.9, 1.0], dtype=acg.float64).expand(20000, 4)
     draws = acg.bernoulli(p, generator=acg.Generator().manual_seed(2))
-    assert draws.dtype == acg.float64 and set(np.unique(draws.numpy())) <= {0.0, 1.0}
-    np.testing.assert_allclose(draws.numpy().mean(0), [0.0, 0.2, 0.9, 1.0], atol=0.01)
+    assert draws.dtype == acg.float64 and set(np.unique(draws.detach().numpy())) <= {0.0, 1.0}
+    np.testing.assert_allclose(draws.detach().numpy().mean(0), [0.0, 0.2, 0.9, 1.0], atol=0.01)
     half = acg.zeros(20000).bernoulli_(0.25)
-    assert abs(half.numpy().mean() - 0.25) < 0.01
+    assert abs(half.detach().numpy().mean() - 0.25) < 0.01
     with pytest.raises(RuntimeError, match="p_in >= 0"):
         acg.bernoulli(acg.tensor([0.5, 1.5]))
     with pytest.raises(RuntimeError, match="p_in >= 0"):
@@ -156,17 +156,17 @@ def test_randperm_randint_normal_uniform() -> None:
     acg.manual_seed(3)
     perm = acg.randperm(50)
     assert perm.dtype == acg.int64 and sorted(perm.tolist()) == list(range(50))
-    ints = acg.randint(-3, 4, (20000,)).numpy()
+    ints = acg.randint(-3, 4, (20000,)).detach().numpy()
     assert ints.dtype == np.int64 and ints.min() == -3 and ints.max() == 3
     np.testing.assert_allclose(np.bincount(ints + 3) / ints.size, [1 / 7] * 7, atol=0.01)
     assert acg.randint(5, (2, 3)).shape == (2, 3)
     x = acg.empty(20000, dtype=acg.float64).normal_(2.0, 0.5)
-    assert abs(x.numpy().mean() - 2.0) < 0.02 and abs(x.numpy().std() - 0.5) < 0.02
-    u = acg.empty(20000).uniform_(-2, 3).numpy()
+    assert abs(x.detach().numpy().mean() - 2.0) < 0.02 and abs(x.detach().numpy().std() - 0.5) < 0.02
+    u = acg.empty(20000).uniform_(-2, 3).detach().numpy()
     assert u.min() >= -2 and u.max() < 3 and abs(u.mean() - 0.5) < 0.05
     m = acg.normal(acg.tensor([0.0, 10.0]).expand(20000, 2), acg.tensor([1.0, 0.1]))
-    np.testing.assert_allclose(m.numpy().mean(0), [0.0, 10.0], atol=0.05)
-    np.testing.assert_allclose(m.numpy().std(0), [1.0, 0.1], rtol=0.05)
+    np.testing.assert_allclose(m.detach().numpy().mean(0), [0.0, 10.0], atol=0.05)
+    np.testing.assert_allclose(m.detach().numpy().std(0), [1.0, 0.1], rtol=0.05)
     with pytest.raises(RuntimeError, match="std >= 0"):
         acg.zeros(2).normal_(0, -1)
     with pytest.raises(RuntimeError, match="from=2"):
@@ -319,9 +319,9 @@ def test_bad_input_errors(call, exc, match) -> None:
 
 
 def test_one_hot_infers_classes_and_linspace_values() -> None:
-    np.testing.assert_array_equal(F.one_hot(acg.tensor([[2], [0]])).numpy(),
+    np.testing.assert_array_equal(F.one_hot(acg.tensor([[2], [0]])).detach().numpy(),
                                   np.eye(3, dtype=np.int64)[[[2], [0]]])
-    np.testing.assert_allclose(acg.linspace(-1, 2, 7).numpy(), np.linspace(-1, 2, 7), atol=1e-6)
+    np.testing.assert_allclose(acg.linspace(-1, 2, 7).detach().numpy(), np.linspace(-1, 2, 7), atol=1e-6)
     assert acg.linspace(0, 1, 3).dtype == acg.float32
     assert acg.linspace(0, 10, 3, dtype=acg.float64).tolist() == [0.0, 5.0, 10.0]
 
@@ -382,7 +382,7 @@ def test_dtype_aliases_and_casts() -> None:
                           ("bool", acg.bool), ("half", acg.float16), ("double", acg.float64)):
         y = getattr(x, method)()
         assert y.dtype == dtype
-        np.testing.assert_array_equal(y.numpy(), np.asarray([1.7, -0.2, 0.0], np.float32)
+        np.testing.assert_array_equal(y.detach().numpy(), np.asarray([1.7, -0.2, 0.0], np.float32)
                                       .astype(dtype))
     assert x.float() is x  # no change returns self, as in PyTorch
 

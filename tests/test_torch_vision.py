@@ -53,7 +53,7 @@ def test_top_level_vision_functions_match_torch():
         assert isinstance(ours, tuple) == isinstance(theirs, tuple), name
         for a, b in zip(*((ours, theirs) if isinstance(ours, tuple) else ((ours,), (theirs,)))):
             assert tuple(a.shape) == tuple(b.shape), name
-            assert_close(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+            assert_close(a.detach().numpy(), b.detach().numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_convolution_gradients_match_torch(mode):
@@ -69,7 +69,7 @@ def test_convolution_gradients_match_torch(mode):
     tout.backward(torch.tensor(cot))
     with mode():
         oout.backward(acg.tensor(cot))
-    assert_close(oout.numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+    assert_close(oout.detach().numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
     for a, t in zip(os_, ts):
         assert_close(a.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12)
 

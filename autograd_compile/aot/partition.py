@@ -95,8 +95,10 @@ def partition(joint: Joint) -> Parts:
     saved = (saved - recompute) | {a for r in recompute for a in r.all_input_nodes
                                    if not is_size(a)}
     recompute |= _recompute(saved, primal_of, set(joint.outputs))
+    recompute |= _checkpointed(nodes, saved - recompute, primal_of, set(joint.outputs))
     saved -= recompute
-    saved |= {a for r in recompute for a in r.all_input_nodes if not is_size(a)}
+    saved |= {a for r in recompute for a in r.all_input_nodes
+              if not is_size(a) and a not in recompute}
     bw_nodes = in_bw | recompute
     size_nodes, subst = _backward_sizes(bw_nodes, sizes, saved, joint)
     saved |= {src for src, _ in subst.values() if src not in joint.tangents}
@@ -147,6 +149,27 @@ def _recompute(saved: set[Node], primal_of: dict, outputs: set[Node]) -> set[Nod
         if ins and all(a in primal_of or (a in saved and a not in out) for a in ins):
             out.add(n)
             used.update(ins)
+    return out
+
+
+def _checkpointed(nodes: list[Node], saved: set[Node], primal_of: dict, outputs: set[Node]
+                  ) -> set[Node]:
+    """Saved intermediates the backward recomputes because ``utils.checkpoint`` made them
+    (``meta["recompute"]``) or they derive only from such nodes and inputs (a checkpointed
+    op's backward formula, e.g. tanh's ``1 - y*y``), with the nodes they read of that kind."""
+    ok: dict[Node, bool] = {}
+    for n in nodes:  # graph order: inputs are judged first
+        ins = [a for a in n.all_input_nodes if not is_size(a)]
+        ok[n] = n.op == "call_function" and n not in primal_of and n not in outputs and (
+            bool(n.meta.get("recompute")) or bool(ins) and any(ok.get(a) for a in ins)
+            and all(ok.get(a) or a in primal_of for a in ins))
+    out: set[Node] = set()
+    stack = [n for n in saved if ok.get(n)]
+    while stack:
+        n = stack.pop()
+        if n not in out:
+            out.add(n)
+            stack.extend(a for a in n.all_input_nodes if ok.get(a) and not is_size(a))
     return out
 
 

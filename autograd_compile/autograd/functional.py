@@ -110,6 +110,10 @@ def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bo
                          'be more performant. Otherwise, prefer to use "reverse-mode".')
     import autograd_compile as acg
     in_tuple, xs = _tuple(inputs, "inputs", "jacobian")
+    _check_vectorize("jacobian", vectorize, strict, create_graph, strategy)
+    if vectorize and not create_graph:  # one batched program (JAX's vmap over vjp or jvp)
+        jac = acg.func.jacfwd if strategy == "forward-mode" else acg.func.jacrev
+        return _vectorized(jac(func, tuple(range(len(xs)))), xs, in_tuple)
     with enable_grad():
         xs = _grad_ready(xs, create_graph)
         out = func(*xs)
@@ -137,6 +141,12 @@ def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: boo
             vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode") -> Any:
     """The Hessian of scalar ``func``: the Jacobian of its gradient."""
     in_tuple, xs = _tuple(inputs, "inputs", "hessian")
+    _check_vectorize("hessian", vectorize, strict, create_graph, outer_jacobian_strategy)
+    if vectorize and not create_graph:
+        import autograd_compile as acg
+        outer = acg.func.jacfwd if outer_jacobian_strategy == "forward-mode" else acg.func.jacrev
+        nums = tuple(range(len(xs)))
+        return _vectorized(outer(acg.func.jacrev(_scalar(func), nums), nums), xs, in_tuple)
 
     def gradient(*ys: Any) -> Any:
         out = func(*ys)
@@ -145,7 +155,45 @@ def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: boo
                                "with a single element.")
         g = _grads((out.reshape(()),), ys, (out.new_ones(()),), True, strict, "hessian")
         return g if in_tuple else g[0]
-    return jacobian(gradient, xs if in_tuple else xs[0], create_graph, strict)
+    return jacobian(gradient, xs if in_tuple else xs[0], create_graph, strict, vectorize,
+                    outer_jacobian_strategy)
+
+
+def _check_vectorize(fn: str, vectorize: bool, strict: bool, create_graph: bool,
+                     strategy: str) -> None:
+    """PyTorch's refusals for the vectorized and forward-mode Jacobians."""
+    if strategy == "forward-mode" and not vectorize:
+        raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse "
+                                  "Hessian isonly implemented for `vectorize=True`.")
+    if vectorize and strict:
+        raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
+                           "`vectorized=True` are not supported together. Please either set "
+                           "`strict=False` or `vectorize=False`.")
+    if strategy == "forward-mode" and create_graph:
+        raise NotImplementedError('torch.autograd.functional.jacobian: `create_graph=True` and '
+                                  '`strategy="forward-mode"` are not supported together (yet). '
+                                  'Please either set `create_graph=False` or '
+                                  '`strategy="reverse-mode"`.')
+
+
+def _vectorized(jac: Callable, xs: tuple, in_tuple: bool) -> Any:
+    """``jac(*xs)`` (per output, a tuple over inputs) in PyTorch's nesting."""
+    got = jac(*[x.detach() for x in xs])
+    out_tuple = isinstance(got[0], (tuple, list))
+    rows = [tuple(r) for r in got] if out_tuple else [tuple(got)]
+    rows = [r if in_tuple else r[0] for r in rows]
+    return tuple(rows) if out_tuple else rows[0]
+
+
+def _scalar(func: Callable) -> Callable:
+    """``func`` checked to return a single element (hessian's requirement), as a 0-d tensor."""
+    def scalar(*ys: Any) -> Any:
+        out = func(*ys)
+        if not isinstance(out, Tensor) or out.numel() != 1:
+            raise RuntimeError("The function given to hessian should return a single Tensor "
+                               "with a single element.")
+        return out.reshape(())
+    return scalar
 
 
 def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,

@@ -5,8 +5,9 @@ A function of Tensors is made a pure JAX function (its Tensors wrap JAX arrays, 
 while a transform traces it; every op runs its JAX kernel on them), and the transform is JAX's
 own: ``vmap(grad(f))`` is one batched program (``jax.vmap(jax.grad(...))``), not a loop over
 samples. Transforms nest. Results of grad/vjp/jac* are new tensors, detached from the caller's
-autograd graph; ``vmap`` whose inputs (or captured tensors) require grad gives a result in
-that graph (computed sample by sample through our autograd).
+autograd graph. ``vmap`` whose inputs require grad gives a result in that graph: the batched
+program becomes one op of our autograd (backward by ``jax.vjp``); only when a tensor the
+function captures requires grad (JAX cannot see it) does it run sample by sample.
 
 >>> import autograd_compile as acg
 >>> x = acg.tensor([1.0, 2.0, 3.0])
@@ -18,6 +19,7 @@ that graph (computed sample by sample through our autograd).
 from __future__ import annotations
 
 import contextlib
+import itertools
 from typing import Any, Callable, Iterator, Sequence
 
 import jax
@@ -70,13 +72,21 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
          chunk_size: int | None = None) -> Callable:
     """``func`` over a batch dimension of its inputs (``in_dims``: an int, None, or one entry
     per argument), the batch stacked at ``out_dims`` of each output; JAX's vmap, so the kernels
-    run batched. ``randomness``: 'error', 'different' or 'same' (random ops draw from our
-    generator once per call, so every sample sees the same draw, as 'same')."""
+    run batched. ``randomness`` (PyTorch's): 'error' (a random op inside raises), 'different'
+    (each sample draws its own numbers) or 'same' (every sample sees one draw); each call draws
+    afresh from the global generator.
+
+    >>> import autograd_compile as acg
+    >>> f = acg.func.vmap(lambda r: r + acg.rand(2), randomness="same")
+    >>> out = f(acg.zeros(3, 2)); bool((out[0] == out[2]).all())
+    True
+    """
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
                            f"'same'. Got {randomness}")
     if chunk_size is not None and chunk_size < 1:
         raise ValueError("vmap: chunk_size should be None or greater than 0.")
+    axis = f"acg_vmap_{next(_AXES)}"  # names this vmap's batch for per-sample keys
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         dims = tuple(in_dims) if isinstance(in_dims, list) else in_dims
@@ -85,28 +95,175 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
                              f"compatible with the structure of `inputs`. in_dims has structure "
                              f"{len(dims)} but inputs has {len(args)}.")
         if _records((args, kwargs)):  # the result must join the caller's autograd graph
-            return _vmap_by_samples(func, args, kwargs, dims, out_dims)
-        recorded = [False]
+            out = _vmap_as_op(ops, func, args, kwargs, dims, out_dims, randomness, axis)
+            if out is not _RECORDS:
+                return out
+            return _vmap_by_samples(func, args, kwargs, dims, out_dims, randomness)
+        recorded, draws = [False], [0]
 
         def build() -> Callable:
-            def traced(*arrays: Any) -> Any:
-                out = func(*_to_tensor(arrays), **_to_tensor(_to_jax(kwargs)))
+            def traced(base: Any, *arrays: Any) -> Any:
+                with _random_keys(randomness, base, axis, draws):
+                    out = func(*_to_tensor(arrays), **_to_tensor(_to_jax(kwargs)))
                 recorded[0] = recorded[0] or _records(out)
                 return _to_jax(out)
-            return jax.vmap(traced, in_axes=dims, out_axes=out_dims)
-        out = _cached_call(cache, build, args, kwargs, recorded)
+            per_arg = dims if isinstance(dims, tuple) else (dims,) * len(args)
+            return jax.vmap(traced, in_axes=(None, *per_arg), out_axes=out_dims,
+                            axis_name=axis)
+        key = _call_key(cache, args, kwargs, randomness)
+        out = _cached_call(cache, build, (key, *args), kwargs, recorded, draws)
         if out is _RECORDS:  # a captured tensor requires grad: sample by sample
-            return _vmap_by_samples(func, args, kwargs, dims, out_dims)
+            return _vmap_by_samples(func, args, kwargs, dims, out_dims, randomness)
         return _to_tensor(out)
     cache: dict = {}
+    ops: dict = {}
     return wrapper
+
+
+_AXES = itertools.count()
+_OPS = itertools.count()
+
+
+class _Captured(Exception):
+    """Raised inside a trace: a tensor the function captured requires grad."""
+
+
+def _vmap_as_op(ops: dict, func: Callable, args: tuple, kwargs: dict, dims: Any, out_dims: Any,
+                randomness: str, axis: str) -> Any:
+    """vmap whose inputs require grad, as ONE op of our autograd: its kernel is the batched JAX
+    program, its backward ``jax.vjp`` of it (an op again, so it differentiates twice and is
+    captured by compiled autograd). _RECORDS when this cannot serve: a captured tensor requires
+    grad (JAX would not see it), or in_dims nest below an argument."""
+    from autograd_compile.kernels._bridge import jaxop
+    per_arg = dims if isinstance(dims, tuple) else (dims,) * len(args)
+    if any(d is not None and not isinstance(d, int) for d in per_arg) or kwargs or \
+            not isinstance(out_dims, int):
+        return _RECORDS
+    leaves, tree = jax.tree_util.tree_flatten(args, is_leaf=_is_tensor)
+    arg_of = [i for i, a in enumerate(args)
+              for _ in jax.tree_util.tree_leaves(a, is_leaf=_is_tensor)]
+    pos = [i for i, v in enumerate(leaves) if _is_tensor(v)]
+    key = (tree, tuple((tuple(leaves[i].shape), str(leaves[i].dtype)) for i in pos),
+           tuple(v for i, v in enumerate(leaves) if i not in pos), per_arg, out_dims)
+    try:
+        entry = ops.get(key)
+    except TypeError:  # unhashable static values
+        return _RECORDS
+    if entry is None:
+        entry = ops[key] = _batched_op(jaxop, func, leaves, tree, pos,
+                                       [per_arg[arg_of[i]] for i in pos], out_dims,
+                                       randomness, axis)
+    op, out_tree = entry
+    if op is None:
+        return _RECORDS
+    base = Tensor(_call_key({}, args, kwargs, randomness))
+    try:
+        out = op(base, *[leaves[i] for i in pos])
+    except _Captured:
+        ops[key] = (None, None)
+        return _RECORDS
+    out = out if isinstance(out, tuple) else (out,)
+    return jax.tree_util.tree_unflatten(out_tree[0], list(out))
+
+
+@contextlib.contextmanager
+def _without_modes() -> Iterator[None]:
+    """The function runs on JAX tracers: the caller's dispatch modes (fake tensors, proxy
+    tracing of a compiled backward) must not see its ops, only the one op around it."""
+    from autograd_compile.dispatch.keys import TLS
+    saved = TLS.mode_stack, TLS.included, TLS.excluded
+    TLS.mode_stack, TLS.included, TLS.excluded = [], 0, 0
+    try:
+        yield
+    finally:
+        TLS.mode_stack, TLS.included, TLS.excluded = saved
+
+
+def _batched_op(jaxop: Callable, func: Callable, leaves: list, tree: Any, pos: list,
+                in_axes: list, out_dims: int, randomness: str, axis: str) -> tuple:
+    """(the op running ``jax.vmap(func)`` over the tensor leaves, [output tree])."""
+    out_tree: list = []
+
+    def one(base: Any, *arrays: Any) -> tuple:
+        full = list(leaves)
+        for i, a in zip(pos, arrays):
+            full[i] = Tensor(a)
+        with _random_keys(randomness, base, axis, [0]), _without_modes():
+            out = func(*jax.tree_util.tree_unflatten(tree, full))
+        if _records(out):
+            raise _Captured
+        flat, struct = jax.tree_util.tree_flatten(out, is_leaf=_is_tensor)
+        out_tree[:] = [struct]
+        return tuple(t.__jax_array__() if _is_tensor(t) else t for t in flat)
+
+    def kernel(base: Any, *arrays: Any) -> Any:
+        out = jax.vmap(one, in_axes=(None, *in_axes), out_axes=out_dims,
+                       axis_name=axis)(base, *arrays)
+        return out if len(out) > 1 else out[0]
+    try:  # the output count, and whether a captured tensor requires grad
+        n_out = len(jax.eval_shape(lambda b, *a: jax.vmap(
+            one, in_axes=(None, *in_axes), out_axes=out_dims, axis_name=axis)(b, *a),
+            _NO_KEY, *[leaves[i].__jax_array__() for i in pos]))
+    except _Captured:
+        return None, None
+    names = [f"x{i}" for i in range(len(pos))]
+    outs = "Tensor" if n_out == 1 else "(" + ", ".join(["Tensor"] * n_out) + ")"
+    schema = f"vmap_{next(_OPS)}(Tensor key, {', '.join(f'Tensor {n}' for n in names)}) -> {outs}"
+    return jaxop(schema, kernel, diff=names), out_tree
+
+_RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please either "
+                 "use the 'same' or 'different' randomness flags on vmap or perform the "
+                 "randomness operation out of vmap")
+_NO_KEY = jax.numpy.zeros(2, jax.numpy.uint32)  # the key argument of a function that draws none
+
+
+def _call_key(cache: dict, args: tuple, kwargs: dict, randomness: str) -> Any:
+    """This call's base PRNG key (uint32[2]) from the global generator; a function traced once
+    and found to draw nothing gets a constant, so the global stream does not move."""
+    from autograd_compile.kernels.random import default_generator
+    if randomness == "error" or cache.get(_DRAWS_NONE_KEY(args, kwargs)) is True:
+        return _NO_KEY
+    return default_generator.next_key().__jax_array__()
+
+
+def _DRAWS_NONE_KEY(args: tuple, kwargs: dict) -> Any:  # noqa: N802
+    leaves, tree = jax.tree_util.tree_flatten(_to_jax((args, kwargs)))
+    try:
+        key = ("draws-none", tree, tuple((v.shape, str(v.dtype)) if hasattr(v, "shape") else v
+                                         for v in leaves))
+        hash(key)
+        return key
+    except TypeError:
+        return None
+
+
+@contextlib.contextmanager
+def _random_keys(randomness: str, base: Any, axis: str | None, draws: list) -> Iterator[None]:
+    """Random ops inside a vmap trace take keys derived from ``base`` (per sample: folded with
+    the batch index for 'different'), or raise in 'error' mode."""
+    from autograd_compile.kernels.random import Generator
+    original = Generator.next_key
+
+    def next_key(gen: Any) -> Tensor:
+        if randomness == "error":
+            raise RuntimeError(_RANDOM_ERROR)
+        draws[0] += 1
+        key = jax.random.fold_in(jax.random.wrap_key_data(base), draws[0])
+        if randomness == "different" and axis is not None:
+            key = jax.random.fold_in(key, jax.lax.axis_index(axis))
+        return Tensor(jax.random.key_data(key))
+    Generator.next_key = next_key  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Generator.next_key = original  # type: ignore[method-assign]
 
 
 _RECORDS = object()  # a cache entry: the function's result needs our autograd, not JAX
 
 
-def _cached_call(cache: dict, build: Callable, args: tuple, kwargs: dict, recorded: list
-                 ) -> Any:
+def _cached_call(cache: dict, build: Callable, args: tuple, kwargs: dict, recorded: list,
+                 draws: list | None = None) -> Any:
     """``build()(*args)`` compiled once per argument structure, shapes and dtypes (jax.jit), as
     long as the traced function reads no tensor but its arguments (a captured tensor could
     change between calls, so such functions are traced every call). Inside another transform
@@ -127,6 +284,9 @@ def _cached_call(cache: dict, build: Callable, args: tuple, kwargs: dict, record
     if fn is None:
         f = build()
         traced = jax.jit(f).trace(*arrays)  # traced once: consts tell what it captured
+        none_key = _DRAWS_NONE_KEY(args[1:], kwargs) if draws is not None else None
+        if none_key is not None and draws[0] == 0:
+            cache[none_key] = True  # later calls pass a constant key: the stream stays put
         if recorded[0]:
             fn = _RECORDS
         elif _reads_tensors(traced.jaxpr.consts):
@@ -152,20 +312,26 @@ def _records(tree: Any) -> bool:
         for t in jax.tree_util.tree_leaves(tree, is_leaf=_is_tensor))
 
 
-def _vmap_by_samples(func: Callable, args: tuple, kwargs: dict, dims: Any, out_dims: Any
-                     ) -> Any:
+def _vmap_by_samples(func: Callable, args: tuple, kwargs: dict, dims: Any, out_dims: Any,
+                     randomness: str = "error") -> Any:
     """vmap's result through our own autograd (each sample by ops, outputs stacked): used only
-    when tensors that require grad flow into the result."""
+    when tensors that require grad flow into the result. Random ops: 'different' draws per
+    sample, 'same' replays the first sample's keys, 'error' raises."""
     import autograd_compile as acg
     per_arg = dims if isinstance(dims, tuple) else (dims,) * len(args)
     sizes = [_batch_size(a, d) for a, d in zip(args, per_arg)]
     n = next(s for s in sizes if s is not None)
-    outs = []
+    outs: list = []
+    base = None if randomness == "different" else _call_key({}, args, kwargs, randomness)
     for i in range(n):
         sample = [a if d is None else jax.tree_util.tree_map(
             lambda t, d=d: t.select(d, i) if _is_tensor(t) else t, a, is_leaf=_is_tensor)
             for a, d in zip(args, per_arg)]
-        outs.append(func(*sample, **kwargs))
+        if base is None:
+            outs.append(func(*sample, **kwargs))
+            continue
+        with _random_keys(randomness, base, None, [0]):  # the same keys for every sample
+            outs.append(func(*sample, **kwargs))
     leaves = [jax.tree_util.tree_leaves(o, is_leaf=_is_tensor) for o in outs]
     tree = jax.tree_util.tree_structure(outs[0], is_leaf=_is_tensor)
     od = out_dims if isinstance(out_dims, (tuple, list)) else (out_dims,) * len(leaves[0])

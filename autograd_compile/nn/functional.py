@@ -488,3 +488,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any
 # multi_head_attention_forward runs nn.MultiheadAttention's code, which imports this module:
 # nn/__init__.py installs it here once both exist (no import circle)
 __all__ += ["multi_head_attention_forward"]
+# -- tails: grouped_mm, scaled_mm, scaled_grouped_mm, ScalingType, SwizzleType --------------------
+from ..kernels.api_tail_c import (ScalingType, SwizzleType, grouped_mm,  # noqa: E402,F401
+                                  scaled_grouped_mm, scaled_mm)
+__all__ += ["grouped_mm", "scaled_mm", "scaled_grouped_mm", "ScalingType", "SwizzleType"]

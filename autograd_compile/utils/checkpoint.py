@@ -153,6 +153,24 @@ def _traced(tensors: list[Tensor]) -> bool:
             or any(isinstance(m, _SwapMode) for m in current_modes()))
 
 
+def _marked(run: Callable, tensors: list[Tensor]) -> Any:
+    """``run(*tensors)``; inside ``acg.compile``'s joint trace, the nodes it adds are marked
+    ``meta["recompute"]`` so the partitioner recomputes them in the backward program instead
+    of saving them (rematerialisation: the checkpoint is part of the program)."""
+    from autograd_compile.aot.trace import _SwapMode
+    from autograd_compile.modes import current_modes
+    swap = next((m for m in current_modes() if isinstance(m, _SwapMode)), None)
+    if swap is None:
+        return run(*tensors)
+    graph = swap.state.tracer.graph
+    before = set(graph.nodes)
+    out = run(*tensors)
+    for n in graph.nodes:
+        if n not in before and n.op == "call_function":
+            n.meta["recompute"] = True
+    return out
+
+
 def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None,
                context_fn: Callable[[], tuple[ContextManager, ContextManager]] = noop_context_fn,
                determinism_check: str = "default", debug: bool = False, early_stop: bool = True,
@@ -203,7 +221,7 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
     if (_traced(tensors) or not is_grad_enabled()
             or not any(t.requires_grad for t in (*tensors, *leaves))):
         with forward_ctx:
-            return run(*tensors)  # nothing to differentiate, or acg.compile's joint trace
+            return _marked(run, tensors)  # nothing to differentiate, or acg.compile's trace
     with forward_ctx:
         outs = _Checkpoint.apply(run, len(tensors), preserve, recompute_ctx, *tensors, *leaves)
     return outs if shape[0] else outs[0]

@@ -36,7 +36,7 @@ class WeightedRandomSampler(Sampler):
         if not isinstance(replacement, bool):
             raise ValueError("replacement should be a boolean value, but got "
                              f"replacement={replacement}")
-        values = np.asarray(weights.numpy() if hasattr(weights, "numpy") else weights,
+        values = np.asarray(weights.detach().numpy() if hasattr(weights, "numpy") else weights,
                             dtype=np.float64)
         if values.ndim != 1:
             raise ValueError("weights should be a 1d sequence but given weights have shape "
