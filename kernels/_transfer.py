@@ -31,11 +31,21 @@ def _direct() -> Callable[[np.ndarray], Any] | None:
     except ImportError:  # pragma: no cover - another jax layout
         return None
 
+    avals: dict[tuple, Any] = {}  # (shape, dtype) -> aval: building one costs ~1.5 us
+    shardings: dict[Any, Any] = {}
+
     def put(a: np.ndarray) -> Any:
         device = pxla.get_default_device()
-        return pxla.batched_device_put(core.ShapedArray(a.shape, a.dtype),
-                                       SingleDeviceSharding(device), [a], [device],
-                                       committed=False, enable_x64=config.enable_x64.value)
+        aval = avals.get((a.shape, a.dtype))
+        if aval is None:
+            if len(avals) > 4096:
+                avals.clear()
+            aval = avals[(a.shape, a.dtype)] = core.ShapedArray(a.shape, a.dtype)
+        sharding = shardings.get(device)
+        if sharding is None:
+            sharding = shardings[device] = SingleDeviceSharding(device)
+        return pxla.batched_device_put(aval, sharding, [a], [device], committed=False,
+                                       enable_x64=config.enable_x64.value)
     try:  # the same array jax.device_put makes: value, dtype, device, uncommitted
         probe = np.arange(6, dtype=np.int64).reshape(2, 3)
         ours, theirs = put(probe), jax.device_put(probe)
