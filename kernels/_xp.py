@@ -131,8 +131,7 @@ lax = _Namespace(jax.lax, None, {"stop_gradient": lambda x: x,  # numpy has no t
 try:  # jax's own single-copy transfer: 4 µs where jnp.asarray takes 16 µs
     from jax._src import core as _core
     from jax._src.lib import xla_client as _xc
-    _CPU = jax.devices("cpu")[0]
-    _SHARDING = jax.sharding.SingleDeviceSharding(_CPU)
+    _PLACE: list = []  # [(cpu device, its sharding)], found on first use (not at import)
 
     _AVALS: dict[tuple, Any] = {}  # (shape, dtype) -> aval: building one costs microseconds
 
@@ -143,7 +142,11 @@ try:  # jax's own single-copy transfer: 4 µs where jnp.asarray takes 16 µs
             if len(_AVALS) > 4096:
                 _AVALS.clear()
             aval = _AVALS[key] = _core.ShapedArray(x.shape, x.dtype)
-        return _xc.batched_device_put(aval, _SHARDING, [x], [_CPU], False, True)
+        if not _PLACE:
+            cpu = jax.devices("cpu")[0]
+            _PLACE.append((cpu, jax.sharding.SingleDeviceSharding(cpu)))
+        cpu, sharding = _PLACE[0]
+        return _xc.batched_device_put(aval, sharding, [x], [cpu], False, True)
 except Exception:  # pragma: no cover - another jax: the public (slower) path
     def _to_jax(x: np.ndarray) -> jax.Array:
         return _jnp.asarray(x)
@@ -181,6 +184,8 @@ except ImportError:  # pragma: no cover
 def host_sig(values: Any) -> tuple | None:
     """The inputs' avals, when every one can go to numpy (an uncommitted CPU array of a
     dtype numpy computes like XLA, or a Python number); else None."""
+    if not _ASKED and not _ask_backend():
+        return None
     sig = []
     for v in values:
         if type(v) is _ARRAY:
@@ -234,7 +239,8 @@ def host_first(kernel: Callable, host: Callable | bool) -> Callable:
 def _enabled() -> bool:
     """On unless ACG_HOST_TIER=0, and only where jax's default device is the CPU: on a
     GPU the data lives in device memory, and moving it to numpy would cost more than
-    compiling."""
+    compiling. (Asked on first use: importing must not start JAX's backend, which
+    ``distributed.init`` has to come before.)"""
     if os.environ.get("ACG_HOST_TIER", "1") in ("0", "off", "false"):
         return False
     try:
@@ -243,7 +249,15 @@ def _enabled() -> bool:
         return False
 
 
-ENABLED = _enabled()
+ENABLED = os.environ.get("ACG_HOST_TIER", "1") not in ("0", "off", "false")
+_ASKED = False  # whether ENABLED has been checked against the backend yet
+
+
+def _ask_backend() -> bool:
+    global ENABLED, _ASKED
+    _ASKED = True
+    ENABLED = ENABLED and _enabled()
+    return ENABLED
 FORCE: str | None = None  # "host" or "xla": every eligible call takes that tier (tests)
 STATS: collections.Counter = collections.Counter()  # host calls per op name
 
