@@ -13,7 +13,6 @@ Traced Python numbers are weakly typed, so promotion treats them as Python scala
 """
 from __future__ import annotations
 
-import time
 from typing import Any, Callable, Iterable
 
 import jax
@@ -164,12 +163,13 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
             return _COMPILE
         if force is None and sig in compiled:
             return _COMPILE
-        spent = rent.get(sig, 0.0)
-        if force is None and spent >= _xp.COMPILE_COST:  # paid a compile's worth: buy it
+        spent = rent.get(sig)
+        if spent is None:
+            spent = 0.0
+        elif force is None and spent >= _xp.COMPILE_COST:  # paid a compile's worth: buy it
             compiled.add(sig)
             rent.pop(sig, None)
             return _COMPILE
-        start = time.perf_counter()
         try:
             if check is not None and not checked and sig not in rent:
                 check(*args, **kwargs)  # reads shapes, dtypes, static values: once per sig
@@ -179,7 +179,7 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
             return _COMPILE
         if len(rent) > 65536:  # endless distinct shapes: forget, rather than grow forever
             rent.clear()
-        rent[sig] = spent + time.perf_counter() - start
+        rent[sig] = spent + _xp.host_cost(sig[1])
         _xp.STATS[name] += 1
         return out
     return run
