@@ -13,7 +13,6 @@ Traced Python numbers are weakly typed, so promotion treats them as Python scala
 """
 from __future__ import annotations
 
-import time
 from typing import Any, Callable, Iterable
 
 import jax
@@ -90,8 +89,8 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
     Tensor given as an array, the rule reads only shapes, dtypes and static values, so
     it runs once, when jax traces a new program; otherwise it runs on every call.
     ``host``: the kernel (True) or a twin of it runs on numpy arrays (the host tier,
-    ``_xp.py``): a shape without a program runs there until its host time reaches a
-    compile's cost (ski rental), so shapes seen a few times never compile at all.
+    ``_xp.py``): a CPU shape light enough for numpy runs there, always (no compile ever;
+    one op and shape always gives the same bits), a heavy one gets its XLA program.
     """
     static, dynamic = set(static), set(dynamic)
     names = tuple(a.name for a in schema.arguments)
@@ -151,8 +150,8 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
         return fn(*values)
 
     host_kernel = (kernel if host is True else host) or None
-    compiled: set = set()  # (static key, avals) that have earned a program
-    rent: dict[tuple, float] = {}  # host seconds spent per (static key, avals) so far
+    compiled: set = set()  # (static key, avals) that run as XLA programs
+    hosted: set = set()  # (static key, avals) that run on the host, checked once
 
     def on_host(key: tuple, values: list, args: tuple, kwargs: dict, checked: bool) -> Any:
         sig = _xp.host_sig(values)
@@ -160,26 +159,23 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
             return _COMPILE
         sig = (key, sig)
         force = _xp.FORCE
-        if force == "xla":
+        if force == "xla" or (force is None and sig in compiled):
             return _COMPILE
-        if force is None and sig in compiled:
-            return _COMPILE
-        spent = rent.get(sig, 0.0)
-        if force is None and spent >= _xp.COMPILE_COST:  # paid a compile's worth: buy it
-            compiled.add(sig)
-            rent.pop(sig, None)
-            return _COMPILE
-        start = time.perf_counter()
         try:
-            if check is not None and not checked and sig not in rent:
-                check(*args, **kwargs)  # reads shapes, dtypes, static values: once per sig
+            if sig not in hosted:  # first sight: the tier is chosen once, by size
+                if force is None and _xp.host_cost(sig[1]) > _xp.HOST_LIMIT:
+                    compiled.add(sig)  # heavy: a program pays for itself within a few calls
+                    return _COMPILE
+                if check is not None and not checked:
+                    check(*args, **kwargs)  # reads shapes, dtypes, static values: once
             out = _xp.host_call(host_kernel, args, kwargs)
         except Exception:  # numpy lacks it, or fails differently: XLA gives the answer
             compiled.add(sig)  # (and jax's own error, as before the host tier existed)
             return _COMPILE
-        if len(rent) > 65536:  # endless distinct shapes: forget, rather than grow forever
-            rent.clear()
-        rent[sig] = spent + time.perf_counter() - start
+        if force is None:
+            if len(hosted) > 65536:  # endless distinct shapes: forget, rather than grow
+                hosted.clear()
+            hosted.add(sig)
         _xp.STATS[name] += 1
         return out
     return run

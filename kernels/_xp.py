@@ -14,9 +14,10 @@ numpy's cost, for a shape it has not compiled yet:
 ``jnp`` (and ``nn``) here are namespaces that answer with numpy's function while the
 host tier runs a kernel and with JAX's otherwise, so one kernel serves both: traced into
 compiled programs it is pure ``jax.numpy``. A name numpy lacks raises
-:class:`HostUnsupported` and the op takes the XLA path. When to compile is a
-ski-rental rule (kernels/_jit.py): a shape runs on the host until the time it spent
-there reaches what compiling it would cost, then it gets its program.
+:class:`HostUnsupported` and the op takes the XLA path. Which tier runs an (op, shape)
+is decided once, at first sight, by size (kernels/_jit.py): light calls stay on numpy
+for good (no compile, and the same bits every call, as PyTorch's kernels give), heavy
+ones get their XLA program at once.
 """
 from __future__ import annotations
 
@@ -165,11 +166,13 @@ except ImportError:  # pragma: no cover
 def host_sig(values: Any) -> tuple | None:
     """The inputs' avals, when every one can go to numpy (an uncommitted CPU array of a
     dtype numpy computes like XLA, or a Python number); else None."""
+    if not _ASKED and not _ask_backend():
+        return None
     sig = []
     for v in values:
         if type(v) is _ARRAY:
-            if v._committed or v.dtype not in HOST_DTYPES:
-                return None
+            if v.dtype not in HOST_DTYPES or (v._committed and v.sharding != _CPU0[0]):
+                return None  # (committed elsewhere: the result must stay there, so XLA)
             sig.append(v.aval)
         elif isinstance(v, (list, tuple)):
             inner = host_sig(v)
@@ -218,7 +221,8 @@ def host_first(kernel: Callable, host: Callable | bool) -> Callable:
 def _enabled() -> bool:
     """On unless ACG_HOST_TIER=0, and only where jax's default device is the CPU: on a
     GPU the data lives in device memory, and moving it to numpy would cost more than
-    compiling."""
+    compiling. (Asked on first use: importing must not start JAX's backend, which
+    ``distributed.init`` has to come before.)"""
     if os.environ.get("ACG_HOST_TIER", "1") in ("0", "off", "false"):
         return False
     try:
@@ -227,7 +231,20 @@ def _enabled() -> bool:
         return False
 
 
-ENABLED = _enabled()
+ENABLED = os.environ.get("ACG_HOST_TIER", "1") not in ("0", "off", "false")
+_ASKED = False  # whether ENABLED has been checked against the backend yet
+
+
+_CPU0: list = [None]  # the first CPU device's sharding: arrays committed there are ours too
+
+
+def _ask_backend() -> bool:
+    global ENABLED, _ASKED
+    _ASKED = True
+    ENABLED = ENABLED and _enabled()
+    if ENABLED:
+        _CPU0[0] = jax.sharding.SingleDeviceSharding(jax.devices("cpu")[0])
+    return ENABLED
 FORCE: str | None = None  # "host" or "xla": every eligible call takes that tier (tests)
 STATS: collections.Counter = collections.Counter()  # host calls per op name
 
@@ -247,9 +264,35 @@ def forced(tier: str | None) -> Iterator[None]:
         yield
     finally:
         FORCE = before
-# What compiling a new program costs on this machine, in seconds (the ski-rental price):
-# a shape runs on the host until its host time reaches this, then it is compiled.
+# What compiling a new program costs on this machine, in seconds: a compiled region's new
+# shapes run eagerly until they have cost this much (aot.program.Tiered's ski rental).
 COMPILE_COST = float(os.environ.get("ACG_HOST_BUDGET_MS", "20")) / 1000
+# An op call estimated to take longer than this on the host (about 50k elements) compiles
+# at once: a program pays for itself within a few calls of that size.
+HOST_LIMIT = float(os.environ.get("ACG_HOST_MAX_US", "100")) / 1e6
+_COSTS: dict[tuple, float] = {}  # avals -> one host call's estimated seconds
+
+
+def host_cost(sig: tuple) -> float:
+    """A host call's cost, estimated from its inputs' sizes (5 us plus 2 ns an element, what
+    numpy takes here) rather than timed, so that which tier runs a shape depends on the
+    program alone: a run repeats bit for bit."""
+    cost = _COSTS.get(sig)
+    if cost is None:
+        if len(_COSTS) > 65536:
+            _COSTS.clear()
+        cost = _COSTS[sig] = 5e-6 + 2e-9 * _elements(sig)
+    return cost
+
+
+def _elements(sig: Any) -> int:
+    total = 0
+    for a in sig:
+        if isinstance(a, tuple):
+            total += _elements(a)
+        elif hasattr(a, "shape"):
+            total += math.prod(a.shape)
+    return total
 
 
 _TWINS: dict[Any, Callable] = {jax.nn.sigmoid: _sigmoid, jax.nn.relu: _relu,

@@ -162,7 +162,9 @@ def test_symbolic_batch_sweep_traces_once() -> None:
         assert_close(g, w, rtol=1e-5, atol=1e-6)
     counters = acg.aot.counters
     assert counters["traces"] == 1 and counters["cache_hits"] == 3
-    assert counters["compiles"] == 8  # XLA: forward and backward, once per concrete batch
+    # XLA compiles forward and backward at the first batch; the other batches run the
+    # graphs op by op until they have cost a compile (aot.program.Tiered): none has yet
+    assert counters["compiles"] == 2 and counters["eager_shapes"] == 6
 
 
 class ExecModeless:

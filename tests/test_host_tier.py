@@ -17,7 +17,7 @@ import autograd_compile.nn as nn
 import autograd_compile.nn.functional as F
 from autograd_compile.kernels import _xp
 
-pytestmark = pytest.mark.skipif(not _xp.ENABLED, reason="the host tier runs on CPU backends")
+pytestmark = pytest.mark.skipif(not _xp._enabled(), reason="the host tier runs on CPU backends")
 
 
 class _Compiles:
@@ -49,14 +49,25 @@ def test_new_shapes_run_on_the_host_without_compiling() -> None:
     np.testing.assert_allclose(b.numpy(), np.full(7, 3 / 7), rtol=1e-6)
 
 
-def test_a_repeating_shape_earns_its_program(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_xp, "COMPILE_COST", 0.002)  # 2 ms of host time buys the program
-    x = acg.full((5, 211), 0.5)
+def test_the_tier_is_chosen_once_by_size() -> None:
+    small, large = acg.full((5, 211), 0.5), acg.full((400, 251), 0.5)  # 1055 / 100400 elements
     with _Compiles() as c:
-        for _ in range(400):
-            y = x * x
-    assert c.n == 1  # bought once, then the program runs
-    assert y.tolist() == [[0.25] * 211] * 5
+        for _ in range(50):
+            y = small * small
+    assert c.n == 0 and y.tolist() == [[0.25] * 211] * 5  # light: numpy, for good
+    with _Compiles() as c:
+        for _ in range(3):
+            z = large * large
+    assert c.n == 1 and float(z.sum()) == 0.25 * 400 * 251  # heavy: its program, at once
+
+
+def test_one_op_and_shape_gives_the_same_bits_every_call() -> None:
+    """As PyTorch's kernels: a tier never changes under a running program."""
+    x = acg.linspace(-3, 3, 3 * 317).reshape(3, 317)
+    first = F.gelu(F.softmax(x, -1) * 7.0).numpy()
+    for _ in range(300):
+        again = F.gelu(F.softmax(x, -1) * 7.0).numpy()
+    np.testing.assert_array_equal(first, again)
 
 
 @pytest.mark.parametrize("draw", ["rand", "randn", "randint", "dropout"])

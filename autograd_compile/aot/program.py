@@ -14,7 +14,6 @@ inlined into the captured backward, so one backward is still one program.
 """
 from __future__ import annotations
 
-import time
 from typing import Any, Callable
 
 import jax
@@ -92,10 +91,10 @@ class Tiered:
     rental: never more than twice the cheaper choice). So a generation loop whose length
     grows every step never stalls, and a shape that keeps coming back gets its program."""
 
-    __slots__ = ("program", "body", "price", "compiled", "rent")
+    __slots__ = ("program", "body", "price", "compiled", "rent", "n_ops")
 
     def __init__(self, program: Callable, body: Callable, n_ops: int) -> None:
-        self.program, self.body = program, body
+        self.program, self.body, self.n_ops = program, body, n_ops
         self.price = _xp.COMPILE_COST * (1 + n_ops / 8)  # a graph compiles slower than an op
         self.compiled: set = set()
         self.rent: dict[tuple, float] = {}
@@ -109,9 +108,8 @@ class Tiered:
                 else:
                     spent = self.rent.get(sig, 0.0)
                     if spent < self.price or _xp.FORCE == "host":
-                        start = time.perf_counter()
                         out = self.body(*arrays)
-                        self.rent[sig] = spent + time.perf_counter() - start
+                        self.rent[sig] = spent + self.n_ops * _xp.host_cost(sig)
                         counters["eager_shapes"] += 1
                         return out
                     self.compiled.add(sig)
