@@ -27,7 +27,7 @@ ALL = [f"{m}/{o}" for m in ("eager", "compiled-eager", "compiled-jax")
 
 def _run(*train: str) -> dict[int, dict]:
     proc, _ = launch_run("--nproc", "2", "--timeout", "120", "_dist_ops.py", *train,
-                         timeout=600)
+                         timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "[Gloo]" not in proc.stdout  # quiet by default (test_distributed_quiet.py)
     ranks = results(proc.stdout)
@@ -88,8 +88,9 @@ def test_optimizers_with_clip_grad_norm_across_processes(ranks, run):
 
 @pytest.mark.slow
 def test_every_mode_and_optimizer_across_processes():
-    for rank, r in _run(*ALL).items():
-        for run in ALL:
+    rest = [run for run in ALL if run not in FAST]
+    for rank, r in _run("train-only", *rest).items():
+        for run in rest:
             got = r["train"][run]
             assert got["params"] < TOL and got["norms"] < TOL, (rank, run, got)
 

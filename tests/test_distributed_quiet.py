@@ -39,6 +39,10 @@ def test_output_drops_gloo_lines_and_echoes_after_the_first_failure():
     out = io.StringIO()
     quiet = launch.Output(verbose=False)
     quiet.write(0, GLOO, out, 1.0, False)
+    quiet.write(0, "[Gloo] Rank [Gloo] Rank 23 is connected to  is connected to 33 peer ranks.  "
+                "peer ranks. Expected number of connected peer ranks is : 3\n", out, 1.0, False)
+    quiet.write(0, "Expected number of connected peer ranks is : 3\n", out, 1.0, False)
+    quiet.write(0, "3\n", out, 1.0, False)  # a user's own line is kept
     quiet.write(0, "epoch 1\n", out, 1.0, False)
     for line in ("Traceback (most recent call last):\n", '  File "t.py", line 3\n',
                  "ValueError: bad batch\n"):
@@ -47,7 +51,7 @@ def test_output_drops_gloo_lines_and_echoes_after_the_first_failure():
     quiet.failed(0, -15, 2.5)  # stopped afterwards: not the first failure
     quiet.write(0, "F1124 client.h:80] Terminating process\n", out, 2.01, True)
     quiet.write(1, "still rank 1\n", out, 2.2, True)  # the failed rank itself: kept
-    assert out.getvalue() == ("[rank 0] epoch 1\n[rank 1] Traceback (most recent call last):\n"
+    assert out.getvalue() == ("[rank 0] 3\n[rank 0] epoch 1\n[rank 1] Traceback (most recent call last):\n"
                               '[rank 1]   File "t.py", line 3\n[rank 1] ValueError: bad batch\n'
                               "[rank 1] still rank 1\n")
     assert quiet.summary() == ("[launcher] rank 1 failed first (exit code 1): ValueError: bad "

@@ -39,8 +39,9 @@ from typing import IO
 GRACE_SECONDS = 5.0  # after SIGTERM, before SIGKILL
 HOLD_SECONDS = 0.3  # a rank's stderr line waits this long: has a peer died just before?
 # gloo's connection report, printed to stdout by every process for every communicator
-_GLOO_CONNECTED = re.compile(r"^\[Gloo\] Rank \d+ is connected to \d+ peer ranks\. "
-                             r"Expected number of connected peer ranks is : \d+\s*$")
+# (two of its threads may print at once: a line of only its fragments is one of them too)
+_GLOO_CONNECTED = re.compile(r"^(?=.*(?:\[Gloo\] Rank|peer ranks))(?:\[Gloo\] Rank |\d+|is connected to |peer ranks\.|"
+                             r"Expected number of connected peer ranks is : |\s)+$")
 _PR_SET_PDEATHSIG = 1  # linux prctl: the kernel signals a child when its parent dies
 
 
