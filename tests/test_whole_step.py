@@ -390,3 +390,32 @@ def test_compiled_module_inside_compiled_step() -> None:
     assert counters["eager_runs"] == 0
     for a, b in zip(run(False), got):
         np.testing.assert_allclose(a, b, atol=TOL)
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    from autograd_compile.aot import wholestep
+    from autograd_compile.nn.utils import clip_grad
+    for module in (wholestep, clip_grad):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_clip_grad_norm_fused_matches_torch() -> None:
+    """The fused clip_grad_norm_ (plain tensors: one program) against torch's."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    grads = [rng.standard_normal(s).astype(np.float32) for s in ((5, 3), (3,), (2, 2, 2))]
+    for norm_type, max_norm in ((2.0, 1.0), (1.0, 0.5), (float("inf"), 0.1), (2.0, 1e3)):
+        ours = [nn.Parameter(acg.zeros(*g.shape)) for g in grads]
+        theirs = [torch.nn.Parameter(torch.zeros(*g.shape)) for g in grads]
+        for p, q, g in zip(ours, theirs, grads):
+            p.grad, q.grad = acg.tensor(g), torch.tensor(g)
+        held = ours[0].grad
+        a = nn.utils.clip_grad_norm_(ours, max_norm, norm_type=norm_type)
+        b = torch.nn.utils.clip_grad_norm_(theirs, max_norm, norm_type=norm_type)
+        assert abs(float(a) - float(b)) <= 1e-5 * max(1.0, abs(float(b)))
+        assert ours[0].grad is held  # in place, as mul_
+        for p, q in zip(ours, theirs):
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-6, atol=1e-7)

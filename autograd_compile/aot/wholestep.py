@@ -47,6 +47,7 @@ a module attribute, a scheduler stepped between two optimizer steps.
 from __future__ import annotations
 
 import contextlib
+import operator
 import threading
 import types
 from typing import Any, Callable, Iterator
@@ -120,23 +121,31 @@ class _View:
                        for o in opts]
 
     def again(self) -> "_View":
-        """The same view re-read (after a scheduler changed the hyperparameters)."""
-        v = _View(self.modules, [], self.opts, self.lifted)
-        v.tensors = self.tensors
+        """The same objects, hyperparameters re-read (a scheduler or the user changed them)."""
+        v = object.__new__(_View)
+        v.opts, v.modules, v.tensors, v.lifted, v.state = \
+            self.opts, self.modules, self.tensors, self.lifted, self.state
+        if "fixed" in self.__dict__:
+            v.fixed = self.fixed
+        v.hypers = [[{n: _as_floats(g[n]) for n in type(o)._hyper} for g in o.param_groups]
+                    for o in self.opts]
         return v
 
     def signature(self, leaves: list[Tensor], spec: tuple) -> tuple:
-        grads = tuple([None if t._grad is None else (t._grad.shape, t._grad.dtype)
-                       for t in self.tensors])
+        fixed = self.__dict__.get("fixed")
+        if fixed is None:  # what holds while the objects do (kept by again())
+            fixed = self.fixed = (
+                tuple([(id(t), t._requires_grad) for t in self.tensors]),
+                tuple([(i, id(p), k) for i, p, k, _ in self.state]),
+                tuple([tuple([o._static(g) for g in o.param_groups]) for o in self.opts]))
+        grads = tuple([None if t._grad is None else _meta(t._grad._data) for t in self.tensors])
         return (TLS.grad_enabled, tuple([m.training for m in self.modules]), spec,
-                tuple([(t.shape, t.dtype, t._requires_grad) for t in leaves]),
-                tuple([(id(t), t.shape, t.dtype, t._requires_grad) for t in self.tensors]),
-                tuple([(t.shape, t.dtype, t._requires_grad) for t in self.lifted]),
-                grads, tuple([(i, id(p), k, v.shape, v.dtype) for i, p, k, v in self.state]),
-                tuple([tuple([o._static(g) for g in o.param_groups]) for o in self.opts]),
-                tuple([tuple([tuple([(n, type(v), len(v) if isinstance(v, tuple) else 0)
-                                     for n, v in h.items()]) for h in hs])
-                       for hs in self.hypers]))
+                tuple([(_meta(t._data), t._requires_grad) for t in leaves]),
+                tuple([_meta(t._data) for t in self.tensors]),
+                tuple([(_meta(t._data), t._requires_grad) for t in self.lifted]),
+                tuple([_meta(v._data) for *_, v in self.state]), grads, fixed,
+                tuple([len(v) if isinstance(v, tuple) else -1 for hs in self.hypers
+                       for h in hs for v in h.values()]))
 
     def inputs(self, leaves: list[Tensor], key: Any) -> tuple:
         return ([t._data for t in leaves], [t._data for t in self.tensors],
@@ -154,6 +163,7 @@ class WholeStep:
         self.referenced, self.limit, self.unsupported = referenced, limit, unsupported
         self.entries: list[_Entry] = []
         self.modules = module_state(lambda: [])
+        self._last: tuple | None = None  # (found objects, view, module tensors, state token)
 
     def __call__(self, args: tuple, kwargs: dict) -> Any:
         owner, limit = self.owner, self.limit
@@ -191,6 +201,14 @@ class WholeStep:
         found = self.referenced(fn) + list(getattr(fn, "__defaults__", None) or ()) + \
             list((getattr(fn, "__kwdefaults__", None) or {}).values()) + \
             _objects(args) + _objects(tuple(kwargs.values()))
+        ms = self.modules
+        last = self._last
+        if last is not None and len(found) == len(last[0]) and \
+                all(map(operator.is_, found, last[0])):
+            module_tensors = ms.tensors()
+            view = last[1]
+            if all(map(operator.is_, module_tensors, last[2])) and last[3] == _state_token(view.opts):
+                return view.again()  # the same objects: re-read only hyperparameters
         mods, opts, lifted = [], [], []
         for v in found:
             if isinstance(v, Module):
@@ -199,10 +217,11 @@ class WholeStep:
                 opts.append(v)
             elif isinstance(v, Tensor) and all(v is not t for t in lifted):
                 lifted.append(v)
-        ms = self.modules
-        ms.roots = lambda: mods
+        ms.roots = lambda: list(mods)  # tensors() extends the list it gets
         module_tensors = ms.tensors()
-        return _View(ms.modules, module_tensors, opts, lifted)
+        view = _View(ms.modules, module_tensors, opts, lifted)
+        self._last = (found, view, module_tensors, _state_token(opts))
+        return view
 
     def _eager(self, why: str, args: tuple, kwargs: dict) -> Any:
         owner = self.owner
@@ -303,6 +322,17 @@ class _ConstGuard(DispatchMode):
                 self.known.add(id(a))
                 self.consts.append((a, d))
         return func(*args, **kwargs)
+
+
+def _meta(a: Any) -> tuple:
+    return (a.shape, a.dtype)
+
+
+def _state_token(opts: list) -> tuple:
+    """Changes when an optimizer's state gains (or loses) a parameter or an entry, or an entry
+    is replaced by another tensor."""
+    return tuple([(id(p), tuple([id(v) for v in st.values()])) for o in opts
+                  for p, st in o.state.items()])
 
 
 def _objects(values: tuple) -> list[Any]:
