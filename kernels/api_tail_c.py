@@ -584,3 +584,65 @@ def install_tail_c_methods(cls: type) -> None:
             setattr(cls, name, globals()[name])
     if not hasattr(cls, "layout"):
         cls.layout = property(lambda self: strided)
+
+
+# -- the aten flat-weight recurrent entries (torch.lstm, gru, rnn_tanh, rnn_relu) ----------------
+__all__ += ["lstm", "gru", "rnn_tanh", "rnn_relu"]
+
+
+def _flat_rnn(mode: str, input: Tensor, hx: Tensor, cx: Tensor | None, params: Sequence[Tensor],
+              has_biases: bool, num_layers: int, dropout: float, train: bool,
+              bidirectional: bool, batch_first: bool) -> tuple:
+    """What ``nn.LSTM``/``GRU``/``RNN`` call: every layer and direction as one ``rnn_layer``
+    op, weights read from ``params`` in PyTorch's order (w_ih, w_hh[, b_ih, b_hh][, w_hr])."""
+    from .rnn import rnn_layer
+    acg = _acg()
+    dirs = 2 if bidirectional else 1
+    per = len(params) // (num_layers * dirs)
+    if per * num_layers * dirs != len(params) or per != 2 + 2 * has_biases + (
+            per == 3 + 2 * has_biases):
+        raise RuntimeError(f"{mode.lower()}: expected {num_layers * dirs} groups of weights, "
+                           f"got {len(params)} tensors")
+    x = input.transpose(0, 1) if batch_first else input
+    hs, cs = [], []
+    for layer in range(num_layers):
+        outs = []
+        for d in range(dirs):
+            k = layer * dirs + d
+            w = list(params[k * per:(k + 1) * per])
+            b_ih, b_hh = (w[2], w[3]) if has_biases else (None, None)
+            w_hr = w[-1] if per == 3 + 2 * has_biases else None
+            out, hn, cn, _, _ = rnn_layer(x, hx[k], None if cx is None else cx[k], w[0], w[1],
+                                          b_ih, b_hh, w_hr, None, mode, d == 1)
+            outs.append(out)
+            hs.append(hn)
+            cs.append(cn)
+        x = outs[0] if dirs == 1 else acg.cat(outs, 2)
+        if dropout and train and layer < num_layers - 1:
+            x = acg.nn.functional.dropout(x, dropout, True)
+    out = x.transpose(0, 1) if batch_first else x
+    return out, acg.stack(hs, 0), (acg.stack(cs, 0) if cx is not None else None)
+
+
+def lstm(input: Tensor, hx: Sequence[Tensor], params: Sequence[Tensor], has_biases: bool,
+         num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool
+         ) -> tuple:
+    """``torch.lstm``: (output, h_n, c_n) of a multi-layer LSTM over flat weights."""
+    out, h, c = _flat_rnn("LSTM", input, hx[0], hx[1], params, has_biases, num_layers, dropout,
+                          train, bidirectional, batch_first)
+    return out, h, c
+
+
+def _single(mode: str) -> Any:
+    def run(input: Tensor, hx: Tensor, params: Sequence[Tensor], has_biases: bool,
+            num_layers: int, dropout: float, train: bool, bidirectional: bool,
+            batch_first: bool) -> tuple:
+        out, h, _ = _flat_rnn(mode, input, hx, None, params, has_biases, num_layers, dropout,
+                              train, bidirectional, batch_first)
+        return out, h
+    run.__name__ = run.__qualname__ = mode.lower()
+    run.__doc__ = f"``torch.{mode.lower()}``: (output, h_n) over flat weights."
+    return run
+
+
+gru, rnn_tanh, rnn_relu = _single("GRU"), _single("RNN_TANH"), _single("RNN_RELU")

@@ -428,3 +428,36 @@ def test_numpy_of_a_tensor_that_requires_grad_raises_as_torch() -> None:
         (x * 2).numpy()  # a non-leaf in the graph too
     with acg.no_grad():
         np.testing.assert_array_equal((x * 2).numpy(), [2.0, 2.0])  # made without grad
+
+
+# -- torch.lstm / gru / rnn_tanh / rnn_relu (flat weights) -----------------------------------------
+FLAT_RNN = [("lstm_proj", "lstm", dict(proj_size=3)), ("lstm", "lstm", {}), ("gru", "gru", {}),
+            ("rnn_tanh", "rnn_tanh", {}), ("rnn_relu", "rnn_relu", {})]
+
+
+@pytest.mark.filterwarnings("ignore:LSTM with projections")  # torch's own oneDNN note
+@pytest.mark.parametrize("name,fn,kw", FLAT_RNN, ids=[c[0] for c in FLAT_RNN])
+def test_flat_weight_rnn_entries_match_torch(mode, name, fn, kw) -> None:
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    cls = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU}.get(fn, torch.nn.RNN)
+    extra = {"nonlinearity": fn[4:]} if fn.startswith("rnn") else kw
+    m = cls(4, 5, num_layers=2, bidirectional=True, batch_first=True, **extra)
+    rng = _rng(8)
+    x = rng.standard_normal((3, 6, 4)).astype(np.float32)
+    h0 = rng.standard_normal((4, 3, kw.get("proj_size", 5))).astype(np.float32)
+    c0 = rng.standard_normal((4, 3, 5)).astype(np.float32)
+    tp = [p.detach().clone().requires_grad_() for p in m._flat_weights]
+    ap = [acg.tensor(p.detach().numpy(), requires_grad=True) for p in tp]
+    thx = [torch.tensor(h0), torch.tensor(c0)] if fn == "lstm" else torch.tensor(h0)
+    ahx = [acg.tensor(h0), acg.tensor(c0)] if fn == "lstm" else acg.tensor(h0)
+    want = getattr(torch, fn)(torch.tensor(x), thx, tp, True, 2, 0.0, False, True, True)
+    got = getattr(acg, fn)(acg.tensor(x), ahx, ap, True, 2, 0.0, False, True, True)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=1e-5, atol=1e-5)
+    sum(w.square().sum() for w in want).backward()
+    with mode():
+        sum(g.square().sum() for g in got).backward()
+    for a, t in zip(ap, tp):
+        np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-5)
