@@ -62,6 +62,10 @@ def to_device(a: np.ndarray) -> Any:
     if not _FAST:
         _FAST.append(_direct())
     put = _FAST[0]
+    if not (a.flags.owndata and a.flags.writeable):
+        # a view, e.g. numpy's view of a jax buffer (``np.asarray(array)``): PJRT would hand
+        # back that very buffer, and a program donating either array would change the other
+        a = np.array(a)
     if put is None or type(a) is not np.ndarray or a.dtype.kind not in "biufc" \
             or not jax.config.jax_enable_x64:  # without x64, device_put narrows 64-bit dtypes
         return jax.device_put(a)

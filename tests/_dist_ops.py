@@ -195,7 +195,7 @@ def train(rank: int, world: int, mode: str, opt_name: str) -> dict:
                 loss.backward()
             norms.append(acg.nn.utils.clip_grad_norm_(model.parameters(), 0.5).item())
             opt.step()
-        out[who] = dict(params={n: p.numpy() for n, p in model.named_parameters()},
+        out[who] = dict(params={n: p.detach().numpy() for n, p in model.named_parameters()},
                         norms=norms)
     return dict(params=diff(out["ddp"]["params"], out["ref"]["params"]),
                 norms=float(np.max(np.abs(np.subtract(out["ddp"]["norms"],

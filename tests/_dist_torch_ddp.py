@@ -64,7 +64,7 @@ def train(mode: str, rank: int, world: int, accumulate: bool = False) -> float:
             loss.backward()
         for opt in opts:
             opt.step()
-    return max(float(np.max(np.abs(p.numpy() - q.numpy())))
+    return max(float(np.max(np.abs(p.detach().numpy() - q.detach().numpy())))
                for p, q in zip(model.parameters(), solo.parameters()))
 
 

@@ -45,7 +45,7 @@ def test_checkpoint_is_recomputed_in_the_compiled_backward(mode, p: float) -> No
     plain_region, want = _run(plain, params, x, mode)
     ckpt_region, got = _run(ckpt, params, x, mode)
     for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)  # float32, summed in other orders
     assert ckpt_region.n_saved_fw < plain_region.n_saved_fw  # held between fwd and bwd
     assert ckpt_region.n_saved_fw <= 1  # at most the last block's output (read by square)
     bw = str(ckpt_region.backward_graph.graph)

@@ -180,3 +180,14 @@ def test_training_gradients_match_in_every_mode(mode: object) -> None:  # noqa: 
         gw, gb = jax.grad(loss, argnums=(0, 1))(w0, b0)
         np.testing.assert_allclose(lin.weight.grad.numpy(), gw, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(lin.bias.grad.numpy(), gb, rtol=1e-5, atol=1e-6)
+
+
+def test_results_never_share_a_buffer_with_an_input() -> None:
+    """numpy's view of a jax buffer handed back to jax would be that very buffer: a program
+    donating one array (optimizers, in-place write-back) would change the other."""
+    x = acg.arange(12.0).reshape(3, 4)
+    with _xp.forced("host"):
+        outs = [x.view(12), x.transpose(0, 1), x[1:], acg.broadcast_to(x[0], (2, 4))]
+    outs.append(acg.tensor(x.numpy()))
+    ptr = x._data.unsafe_buffer_pointer()
+    assert all(o._data.unsafe_buffer_pointer() != ptr for o in outs)

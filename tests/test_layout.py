@@ -128,3 +128,14 @@ def test_every_subpackage_is_installed() -> None:
     for init in (ROOT / "autograd_compile").rglob("__init__.py"):
         dotted = ".".join(init.parent.relative_to(ROOT).parts)
         assert f'"{dotted}"' in text, f"{dotted} is missing from pyproject's packages"
+
+
+def test_import_starts_no_jax_backend() -> None:
+    """distributed.init must come before JAX's runtime starts; importing us must not start it."""
+    import subprocess
+    import sys
+    code = ("import autograd_compile\nfrom jax._src import xla_bridge\n"
+            "print(bool(xla_bridge._backends))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

@@ -57,8 +57,8 @@ def _setup(model_fn: Callable[[], nn.Module], opt_fn: Callable, sched_fn: Callab
 
 
 def _maxdiff(a: Any, b: Any) -> float:
-    return float(np.max(np.abs(np.asarray(a.numpy(), np.float64) -
-                               np.asarray(b.numpy(), np.float64)), initial=0.0))
+    return float(np.max(np.abs(np.asarray(a.detach().numpy(), np.float64) -
+                               np.asarray(b.detach().numpy(), np.float64)), initial=0.0))
 
 
 def _assert_same(m1: nn.Module, o1: Any, m2: nn.Module, o2: Any, where: str) -> None:
@@ -183,7 +183,7 @@ def test_lr_set_by_hand_is_read_every_call() -> None:
         opt.param_groups[0]["lr"] = lr
         step()
         expect = expect - lr * 2 * expect
-        np.testing.assert_allclose(w.numpy(), expect, rtol=1e-6)
+        np.testing.assert_allclose(w.detach().numpy(), expect, rtol=1e-6)
     assert counters["traces"] == 1 and counters["eager_runs"] == 0
 
 
@@ -228,7 +228,7 @@ def test_pure_hook_traced_in() -> None:
         data = _classes((6,))
         for i in range(4):
             fn(*data(i))
-        return [p.numpy() for p in m.parameters()]
+        return [p.detach().numpy() for p in m.parameters()]
     for a, b in zip(run(False), run(True)):
         np.testing.assert_allclose(a, b, atol=TOL)
 
@@ -285,7 +285,7 @@ def test_data_dependent_python_falls_back(caplog: pytest.LogCaptureFixture) -> N
         data = _classes((6,))
         for i in range(3):
             fn(*data(i))
-        return [p.numpy() for p in m.parameters()]
+        return [p.detach().numpy() for p in m.parameters()]
     acg.aot.reset()
     with caplog.at_level(logging.WARNING, logger="autograd_compile"):
         got = run(True)
@@ -310,14 +310,14 @@ def test_closure_tensor_is_guarded() -> None:
         opt.zero_grad()
     acg.aot.reset()
     step()
-    np.testing.assert_allclose(w.numpy(), [0.0, -1.0])
+    np.testing.assert_allclose(w.detach().numpy(), [0.0, -1.0])
     scale = acg.tensor([3.0, 3.0])
     step()
-    np.testing.assert_allclose(w.numpy(), [-3.0, -4.0])
+    np.testing.assert_allclose(w.detach().numpy(), [-3.0, -4.0])
     assert counters["traces"] == 1
     box["shift"].add_(1.0)  # in place: a new array, the guard sees it and retraces
     step()
-    np.testing.assert_allclose(w.numpy(), [-7.0, -8.0])
+    np.testing.assert_allclose(w.detach().numpy(), [-7.0, -8.0])
     assert counters["traces"] == 2
 
 
@@ -356,7 +356,7 @@ def test_grad_scaler_step_runs_eagerly_with_reason(caplog: pytest.LogCaptureFixt
         data = _classes((6,))
         for i in range(3):
             fn(*data(i))
-        return [p.numpy() for p in m.parameters()]
+        return [p.detach().numpy() for p in m.parameters()]
     acg.aot.reset()
     with caplog.at_level(logging.WARNING, logger="autograd_compile"):
         got = run(True)
@@ -384,7 +384,7 @@ def test_compiled_module_inside_compiled_step() -> None:
         data = _classes((6,))
         for i in range(5):
             fn(*data(i))
-        return [p.numpy() for p in m.parameters()]
+        return [p.detach().numpy() for p in m.parameters()]
     acg.aot.reset()
     got = run(True)
     assert counters["eager_runs"] == 0

@@ -203,7 +203,7 @@ def _batched_op(jaxop: Callable, func: Callable, leaves: list, tree: Any, pos: l
     try:  # the output count, and whether a captured tensor requires grad
         n_out = len(jax.eval_shape(lambda b, *a: jax.vmap(
             one, in_axes=(None, *in_axes), out_axes=out_dims, axis_name=axis)(b, *a),
-            _NO_KEY, *[leaves[i].__jax_array__() for i in pos]))
+            _no_key(), *[leaves[i].__jax_array__() for i in pos]))
     except _Captured:
         return None, None
     names = [f"x{i}" for i in range(len(pos))]
@@ -214,7 +214,14 @@ def _batched_op(jaxop: Callable, func: Callable, leaves: list, tree: Any, pos: l
 _RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please either "
                  "use the 'same' or 'different' randomness flags on vmap or perform the "
                  "randomness operation out of vmap")
-_NO_KEY = jax.numpy.zeros(2, jax.numpy.uint32)  # the key argument of a function that draws none
+_NO_KEYS: list = []  # the key argument of a function that draws none (made on first use:
+# importing must not start JAX's backend, which distributed.init has to come before)
+
+
+def _no_key() -> Any:
+    if not _NO_KEYS:
+        _NO_KEYS.append(jax.numpy.zeros(2, jax.numpy.uint32))
+    return _NO_KEYS[0]
 
 
 def _call_key(cache: dict, args: tuple, kwargs: dict, randomness: str) -> Any:
@@ -222,7 +229,7 @@ def _call_key(cache: dict, args: tuple, kwargs: dict, randomness: str) -> Any:
     and found to draw nothing gets a constant, so the global stream does not move."""
     from autograd_compile.kernels.random import default_generator
     if randomness == "error" or cache.get(_DRAWS_NONE_KEY(args, kwargs)) is True:
-        return _NO_KEY
+        return _no_key()
     return default_generator.next_key().__jax_array__()
 
 
