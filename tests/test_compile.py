@@ -455,7 +455,7 @@ def test_retain_graph_and_freed_saved_values(mode) -> None:
     first = np.asarray(w.grad) / 2
     w.grad = None
     (x @ w).tanh().sum().backward()
-    assert_close(first, w.grad, rtol=1e-6, atol=1e-7)
+    assert_close(first, w.grad, rtol=1e-5, atol=1e-6)  # float32: eager may run numpy's tanh
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         with mode():
             loss.backward()
