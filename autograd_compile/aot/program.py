@@ -83,9 +83,15 @@ def lower(graph: Graph) -> Callable[..., Any]:
     return Tiered(CheckedProgram(run, body), body, len(nodes))
 
 
+def _heavy(sig: tuple) -> bool:
+    """Some input too big for the host tier: run eagerly, its ops would compile singly."""
+    return any(_xp.host_cost((a,)) > _xp.HOST_LIMIT for a in sig if hasattr(a, "shape"))
+
+
 class Tiered:
     """XLA's per-shape compile, rationed: the first input shapes a program sees compile
-    at once (a fixed-shape training step pays no eager warm-up); any other shapes run the
+    at once (a fixed-shape training step pays no eager warm-up), as do shapes with an
+    input too big for the host tier; any other shapes run the
     graph eagerly, op by op (CPU ops on the host tier, kernels/_xp.py), until the time spent
     so on those shapes reaches an estimate of their compile cost, and then compile (ski
     rental: never more than twice the cheaper choice). So a generation loop whose length
@@ -103,8 +109,8 @@ class Tiered:
         if _xp.ENABLED and _xp.FORCE != "xla":
             sig = _xp.host_sig(arrays)
             if sig is not None and sig not in self.compiled:
-                if not self.compiled:  # the first shapes: compile now
-                    self.compiled.add(sig)
+                if not self.compiled or _heavy(sig):  # the first shapes, or ops too big for
+                    self.compiled.add(sig)  # the host (they would compile one by one): now
                 else:
                     spent = self.rent.get(sig, 0.0)
                     if spent < self.price or _xp.FORCE == "host":
