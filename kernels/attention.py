@@ -144,8 +144,7 @@ def _sdpa_backward(g: tuple, q: Any, k: Any, v: Any, mask: Any, rng: Any, dropou
 _SDPA_ARGS = ("Tensor? attn_mask=None, Tensor? rng=None, float dropout_p=0.0, "
               "bool is_causal=False, float? scale=None")
 sdpa = defop(f"scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, "
-             f"{_SDPA_ARGS}) -> (Tensor, Tensor)", _sdpa, host=True, shape=_sdpa_rule,
-             check=True,
+             f"{_SDPA_ARGS}) -> (Tensor, Tensor)", _sdpa, shape=_sdpa_rule, check=True,
              save=("query", "key", "value", "attn_mask", "rng", "out"), backward=_sdpa_backward)
 # its own op (one program); no derivative registered: double backward raises, naming it
 sdpa_backward = defop(f"scaled_dot_product_attention_backward(Tensor grad_out, Tensor grad_lse, "
