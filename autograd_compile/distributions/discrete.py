@@ -22,7 +22,7 @@ from autograd_compile.nn import functional as F
 from autograd_compile.tensor import Tensor
 
 from . import constraints
-from .distribution import ExponentialFamily, _BinaryParams, _Validating
+from .distribution import ExponentialFamily, _BinaryParams, _BinaryProbs, _Validating
 from .utils import (broadcast_all, broadcast_shapes, key, lazy_property, lgamma,
                     logits_to_probs, probs_to_logits, xlogy)
 
@@ -421,7 +421,7 @@ class Poisson(ExponentialFamily, _Validating):
         return x.exp()
 
 
-class Geometric(_Validating):
+class Geometric(_BinaryProbs, _Validating):
     """Failures before the first success of Bernoulli(``probs``) trials."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -443,14 +443,6 @@ class Geometric(_Validating):
                 raise ValueError(f"Expected parameter probs ({type(value).__name__} of shape "
                                  f"{tuple(value.shape)}) of distribution {self!r} to be positive "
                                  f"but found invalid values:\n{value[~valid]}")
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def mean(self) -> Tensor:

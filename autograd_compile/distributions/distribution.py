@@ -243,9 +243,9 @@ class _Validating(Distribution):
             self._validate_sample(value)
 
 
-class _BinaryParams:
-    """A two-outcome family given ``probs`` or ``logits`` (kept as ``_param``): the other is
-    derived on first use, as PyTorch's ``lazy_property`` does. Put it first among the bases."""
+class _BinaryProbs:
+    """A two-outcome family given ``probs`` or ``logits``: the other is derived on first
+    use, as PyTorch's ``lazy_property`` does. Put it first among the bases."""
 
     @lazy_property
     def logits(self) -> Tensor:
@@ -254,6 +254,10 @@ class _BinaryParams:
     @lazy_property
     def probs(self) -> Tensor:
         return logits_to_probs(self.logits, is_binary=True)
+
+
+class _BinaryParams(_BinaryProbs):
+    """:class:`_BinaryProbs` whose given parameter is kept as ``_param`` (``param_shape``)."""
 
     @property
     def param_shape(self) -> acg.Size:
