@@ -3,8 +3,10 @@ each one JAX program) and the embedding lookup whose backward is a scatter-add.
 
 Attention's forward returns the output and the row log-sum-exp of the scores; the backward op
 recomputes the probabilities from q, k and that log-sum-exp (flash-attention style: nothing of
-size L x S is saved). Dropout's mask is drawn from a PRNG key that is an input of both ops, so
-the backward regenerates the same mask and a captured graph takes the key as an input.
+size L x S is saved), so both must come from one library: where a gradient flows the forward
+stays in XLA; ``sdpa_nograd`` (no backward) is the one the host tier may run. Dropout's mask
+is drawn from a PRNG key that is an input of both ops, so the backward regenerates the same
+mask and a captured graph takes the key as an input.
 """
 from __future__ import annotations
 
@@ -146,6 +148,12 @@ _SDPA_ARGS = ("Tensor? attn_mask=None, Tensor? rng=None, float dropout_p=0.0, "
 sdpa = defop(f"scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, "
              f"{_SDPA_ARGS}) -> (Tensor, Tensor)", _sdpa, shape=_sdpa_rule, check=True,
              save=("query", "key", "value", "attn_mask", "rng", "out"), backward=_sdpa_backward)
+# the same computation where no gradient flows (generation, evaluation): numpy runs it at
+# small sizes (a new length compiles nothing); with a gradient, forward and backward both
+# stay in XLA, so a training step's eager and compiled rounding stay alike
+sdpa_nograd = defop(f"scaled_dot_product_attention_nograd(Tensor query, Tensor key, "
+                    f"Tensor value, {_SDPA_ARGS}) -> (Tensor, Tensor)", _sdpa, host=True,
+                    shape=_sdpa_rule, check=True)
 # its own op (one program); no derivative registered: double backward raises, naming it
 sdpa_backward = defop(f"scaled_dot_product_attention_backward(Tensor grad_out, Tensor grad_lse, "
                       f"Tensor query, Tensor key, Tensor value, Tensor out, Tensor lse, "

@@ -9,6 +9,7 @@ that the host tier is really taken, when programs get compiled, errors, and whol
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -116,8 +117,10 @@ def test_switch_off(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # -- whole programs: token-by-token generation, the sequence growing each step -----------------
 class _TinyLM(nn.Module):
-    def __init__(self, vocab: int = 11, width: int = 16, block: int = 32) -> None:
+    def __init__(self, vocab: int = 11, width: int = 16, block: int = 32,
+                 sdpa: bool = False) -> None:
         super().__init__()
+        self.sdpa = sdpa  # nanoGPT's flash path: F.scaled_dot_product_attention
         self.tok, self.pos = nn.Embedding(vocab, width), nn.Embedding(block, width)
         self.attn = nn.Linear(width, 3 * width)
         self.ln = nn.LayerNorm(width)
@@ -127,6 +130,9 @@ class _TinyLM(nn.Module):
         t = idx.size(1)
         x = self.tok(idx) + self.pos(acg.arange(t))
         q, k, v = self.attn(self.ln(x)).split(x.size(-1), dim=2)
+        if self.sdpa:
+            x = x + F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.25)
+            return self.head(F.gelu(x))
         att = (q @ k.transpose(-2, -1)) * 0.25
         att = att.masked_fill(acg.tril(acg.ones(t, t)) == 0, float("-inf"))
         x = x + F.softmax(att, dim=-1) @ v
@@ -141,18 +147,19 @@ def _generate(model: object, idx: acg.Tensor, n: int) -> acg.Tensor:
     return idx
 
 
+@pytest.mark.parametrize("sdpa", [False, True], ids=["matmul-softmax", "sdpa"])
 @pytest.mark.parametrize("how", ["eager", "compile"])
-def test_generation_grows_without_per_length_compiles(how: str) -> None:
+def test_generation_grows_without_per_length_compiles(how: str, sdpa: bool) -> None:
     acg.manual_seed(0)
-    model = _TinyLM()
+    model = _TinyLM(sdpa=sdpa)
     model.eval()
     prompt = acg.tensor([[1, 2, 3]])
-    with _xp.forced("xla"):
-        want = _generate(model, prompt, 9).tolist()  # the reference: every op an XLA program
     run = acg.compile(model) if how == "compile" else model
     acg.aot.counters.clear()
-    with _Compiles() as c:
+    with _Compiles() as c:  # first: the reference below compiles a program per length
         got = _generate(run, prompt, 9).tolist()
+    with _xp.forced("xla"):
+        want = _generate(model, prompt, 9).tolist()  # the reference: every op an XLA program
     assert got == want
     if how == "compile":
         # automatic dynamic: one retrace when the length first changes, never one per length;
@@ -161,6 +168,32 @@ def test_generation_grows_without_per_length_compiles(how: str) -> None:
         assert acg.aot.counters["eager_runs"] == 0
         assert acg.aot.counters["eager_shapes"] >= 7
     assert c.n <= 6  # compiles bounded, not 9 lengths x every op
+
+
+def test_attention_takes_the_host_only_where_no_gradient_flows() -> None:
+    """Without a gradient, attention is the host-eligible twin (a new length compiles
+    nothing); with one, forward and backward stay in XLA (the backward recomputes the
+    probabilities against the forward's log-sum-exp, so both must come from one library)."""
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 3, 7, 4)).astype(np.float32) for _ in range(3))
+    before = _xp.STATS.copy()
+    with acg.no_grad():
+        fast = F.scaled_dot_product_attention(acg.tensor(q), acg.tensor(k), acg.tensor(v),
+                                              is_causal=True)
+    assert _xp.STATS["scaled_dot_product_attention_nograd"] == \
+        before["scaled_dot_product_attention_nograd"] + 1
+    leaves = [acg.tensor(a, requires_grad=True) for a in (q, k, v)]
+    out = F.scaled_dot_product_attention(*leaves, is_causal=True)
+    assert _xp.STATS["scaled_dot_product_attention"] == before["scaled_dot_product_attention"]
+    np.testing.assert_allclose(fast.numpy(), out.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+    def reference(q, k, v):
+        s = jnp.where(jnp.tril(jnp.ones((7, 7), bool)), q @ jnp.swapaxes(k, -1, -2) / 2.0,
+                      -jnp.inf)
+        return (jax.nn.softmax(s, -1) @ v).sum()
+    (out.sum()).backward()
+    for leaf, want in zip(leaves, jax.grad(reference, argnums=(0, 1, 2))(q, k, v)):
+        np.testing.assert_allclose(leaf.grad.numpy(), want, rtol=1e-5, atol=1e-6)
 
 
 def test_training_gradients_match_in_every_mode(mode: object) -> None:  # noqa: D103

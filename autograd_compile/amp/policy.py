@@ -30,11 +30,13 @@ LOWER, FP32, FP32_SET_OPT_DTYPE, PROMOTE, BANNED = (
     "lower", "fp32", "fp32_set_opt_dtype", "promote", "banned")
 
 # -- CUDA (also what PyTorch uses for XPU, MPS and other GPU-like backends) -----------------
+# (scaled_dot_product_attention_nograd, in both lower lists, is our no-gradient twin of it)
 _CUDA_LOWER = """
     _convolution conv1d conv2d conv3d conv_tbc conv_transpose1d conv_transpose2d
     conv_transpose3d convolution prelu addmm addmv addr matmul einsum mm mv linalg_vecdot
     linear addbmm baddbmm bmm chain_matmul linalg_multi_dot lstm_cell gru_cell rnn_tanh_cell
     rnn_relu_cell scaled_dot_product_attention cudnn_convolution cudnn_convolution_transpose
+    scaled_dot_product_attention_nograd
 """
 _CUDA_FP32 = """
     acos asin cosh erfinv exp expm1 log log10 log2 log1p reciprocal rsqrt sinh tan pow
@@ -61,7 +63,7 @@ _CPU_LOWER = """
     conv1d conv2d conv3d bmm mm linalg_vecdot baddbmm addmm _addmm_activation addbmm linear
     _convolution convolution matmul conv_tbc mkldnn_rnn_layer conv_transpose1d
     conv_transpose2d conv_transpose3d prelu scaled_dot_product_attention
-    _native_multi_head_attention einsum
+    _native_multi_head_attention einsum scaled_dot_product_attention_nograd
 """
 _CPU_FP32 = """
     avg_pool3d binary_cross_entropy grid_sampler polar prod quantile nanquantile stft cdist

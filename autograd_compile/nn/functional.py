@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..kernels import api as _api
 from ..kernels import attention as _attn
 from ..kernels import conv as _conv
@@ -147,7 +147,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     rng = _default_generator.next_key() if dropout_p > 0.0 else None
-    return _attn.sdpa(query, key, value, attn_mask, rng, dropout_p, is_causal, scale)[0]
+    grad = is_grad_enabled() and any(t is not None and t.requires_grad
+                                     for t in (query, key, value, attn_mask))
+    op = _attn.sdpa if grad else _attn.sdpa_nograd  # no gradient: the host tier may run it
+    return op(query, key, value, attn_mask, rng, dropout_p, is_causal, scale)[0]
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
