@@ -327,6 +327,9 @@ class OptimizedModule(Module):
                                                                module=mod))
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        place = getattr(self._orig_mod, "_place_inputs", None)
+        if place is not None:  # DDP: the batch split over its mesh before the trace
+            args, kwargs = place(args, kwargs)
         return self._compiled(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
