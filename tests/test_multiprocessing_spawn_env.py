@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +37,12 @@ def report_env(i: int, out: str) -> None:
 
 def _spawned_env(tmp_path: Path, nprocs: int) -> list[dict]:
     out = str(tmp_path / "env")
-    mp.spawn(report_env, args=(out,), nprocs=nprocs)
+    ctx = mp.spawn(report_env, args=(out,), nprocs=nprocs, join=False)
+    deadline = time.monotonic() + 120  # a hung child fails the test instead of hanging it
+    while not ctx.join(timeout=1.0):
+        if time.monotonic() > deadline:
+            ctx._terminate_others(grace_period=5.0)
+            pytest.fail(f"spawned children still running after 120 s: {ctx.pids()}")
     return [json.loads(Path(f"{out}.{i}").read_text()) for i in range(nprocs)]
 
 
