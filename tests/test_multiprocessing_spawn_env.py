@@ -35,6 +35,45 @@ def report_env(i: int, out: str) -> None:
         json.dump({n: os.environ.get(n) for n in NAMES}, f)
 
 
+def hang_forever(i: int, out: str) -> None:
+    """A spawned child that never ends: its pid to ``out.<i>``, then sleep."""
+    with open(f"{out}.{i}", "w") as f:
+        f.write(str(os.getpid()))
+    while True:
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="parent-death signal, /proc")
+def test_spawned_children_stop_when_their_parent_is_killed(tmp_path):
+    out = tmp_path / "pid"
+    code = (f"import sys; sys.path.insert(0, {str(HERE)!r})\n"
+            "import autograd_compile.multiprocessing as mp, test_multiprocessing_spawn_env as t\n"
+            f"mp.spawn(t.hang_forever, args=({str(out)!r},), nprocs=2)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], cwd=HERE, env=child_env(1))
+    try:
+        deadline = time.monotonic() + 120
+        while not all(Path(f"{out}.{i}").exists() and Path(f"{out}.{i}").read_text()
+                      for i in range(2)):
+            assert time.monotonic() < deadline and parent.poll() is None, "children never started"
+            time.sleep(0.1)
+        pids = [int(Path(f"{out}.{i}").read_text()) for i in range(2)]
+    finally:
+        parent.kill()  # SIGKILL: the parent cannot stop its children itself
+        parent.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while any(map(_alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(_alive, pids)), f"children {pids} outlived their parent"
+
+
 def _spawned_env(tmp_path: Path, nprocs: int) -> list[dict]:
     out = str(tmp_path / "env")
     ctx = mp.spawn(report_env, args=(out,), nprocs=nprocs, join=False)

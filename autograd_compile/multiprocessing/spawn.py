@@ -55,12 +55,14 @@ _PR_SET_PDEATHSIG = 1  # linux prctl: the kernel signals a child when its parent
 
 
 def _die_with_parent() -> None:
-    """SIGINT when the parent dies (as PyTorch's children): no rank outlives its group."""
+    """SIGTERM when the parent dies: no rank outlives its group (nor holds the parent's
+    output pipes open). PyTorch's children get SIGINT, which a process stuck in a C++
+    collective never acts on (Python runs the handler only between bytecodes)."""
     if sys.platform != "linux":
         return
     try:
         import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGINT))
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
     except (OSError, AttributeError):
         pass
 
