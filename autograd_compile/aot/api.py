@@ -176,6 +176,7 @@ class CompiledFunction:
         self._entries.clear()
         if self._whole is not None:
             self._whole.entries.clear()
+            self._whole.failed.clear()
         self._auto.clear()
         self._warned.clear()
 

@@ -162,6 +162,7 @@ class WholeStep:
         self.owner = owner  # the CompiledFunction (its fn, modules, fullgraph, logging)
         self.referenced, self.limit, self.unsupported = referenced, limit, unsupported
         self.entries: list[_Entry] = []
+        self.failed: list[tuple[tuple, str]] = []  # guards whose trace failed, and why
         self.modules = module_state(lambda: [])
         self._last: tuple | None = None  # (found objects, view, module tensors, state token)
 
@@ -183,6 +184,9 @@ class WholeStep:
             if entry.sig == sig and all(t._data is d for t, d in entry.consts):
                 counters["cache_hits"] += 1
                 return self._run(entry, view, leaves, args, kwargs)
+        for failed, why in self.failed:  # traced before and failed: eager, not traced again
+            if failed == sig:
+                return self._eager(why, args, kwargs)
         if self.entries:
             counters["retraces"] += 1
         if len(self.entries) >= limit:
@@ -194,6 +198,8 @@ class WholeStep:
         try:
             out = self._run(entry, view, leaves, args, kwargs, first=True)
         except NotTraceable as e:
+            if len(self.failed) < limit:
+                self.failed.append((sig, str(e)))
             return self._eager(str(e), args, kwargs)
         self.entries.insert(0, entry)
         return out
