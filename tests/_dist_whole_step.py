@@ -41,17 +41,19 @@ def global_batch(step: int) -> tuple[np.ndarray, np.ndarray]:
             rng.integers(0, CLASSES, BATCH).astype(np.int64))
 
 
-def reference(opt_name: str) -> dict[str, np.ndarray]:
-    """One process, one device, the whole global batch, eager."""
+def reference(opt_name: str) -> tuple[dict[str, np.ndarray], list[float]]:
+    """One process, one device, the whole global batch, eager: parameters and losses."""
     model = make_model()
     opt = OPTS[opt_name](model.parameters())
+    losses = []
     for step in range(STEPS):
         x, y = global_batch(step)
         loss = F.cross_entropy(model(acg.tensor(x)), acg.tensor(y))
         loss.backward()
         opt.step()
         opt.zero_grad()
-    return {n: p.detach().numpy() for n, p in model.named_parameters()}
+        losses.append(float(loss.item()))
+    return {n: p.detach().numpy() for n, p in model.named_parameters()}, losses
 
 
 def value(t: acg.Tensor) -> np.ndarray:
@@ -140,10 +142,12 @@ def main(configs: list[str]) -> None:
         opt_name = opt_name.removeprefix("module-")
         if opt_name not in refs:
             refs[opt_name] = reference(opt_name)
-        ref = refs[opt_name]
+        ref, ref_losses = refs[opt_name]
         r = run(opt_name, placement == "sharded", rank, world)
         params = r.pop("params")
         r["diff"] = max(float(np.max(np.abs(params[n] - ref[n]))) for n in ref)
+        # loss.item() on each rank: the loss over the global batch
+        r["loss_diff"] = max(abs(a - b) for a, b in zip(r["losses"], ref_losses))
         out[config] = r
     emit(**out)
 
