@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from _dist_run import HERE, child_env
+from _dist_run import HERE, child_env, run_bounded
 from autograd_compile.distributed import launch
 
 TOL = 1e-5
@@ -30,10 +30,9 @@ def max_time(timeout: float) -> list[str]:
 def launch_run(*args: str, devices: int = 2, timeout: float = 300, **env: str
                ) -> tuple[subprocess.CompletedProcess, float]:
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "autograd_compile", "launch",
-                           *max_time(timeout), *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=HERE,
-                          env=child_env(devices, **env))
+    proc = run_bounded([sys.executable, "-m", "autograd_compile", "launch",
+                        *max_time(timeout), *args], timeout, cwd=HERE,
+                       env=child_env(devices, **env))
     return proc, time.monotonic() - start
 
 
@@ -182,3 +181,20 @@ def test_a_run_past_max_time_prints_every_stack_and_stops(tmp_path: Path):
     assert "failed first" not in proc.stderr  # the launcher stopped them: no rank failed
     pids = [int(ln.split()[-1]) for ln in proc.stdout.splitlines() if " pid " in ln]
     assert len(pids) == 2 and not any(map(_alive, pids))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_the_tests_bound_kills_a_hung_process_group(tmp_path: Path):
+    """The backstop behind --max-time: a child that holds the output pipes open (a worker,
+    a spawned rank) cannot keep a test waiting past its timeout."""
+    code = ("import subprocess, sys\nc = subprocess.Popen([sys.executable, '-c', "
+            "'import time\\nwhile True: time.sleep(0.1)'])\nprint('child', c.pid, flush=True)\n")
+    start = time.monotonic()
+    with pytest.raises(AssertionError, match="still running after 3 s") as info:
+        run_bounded([sys.executable, "-c", code], 3)
+    assert time.monotonic() - start < 20
+    pid = int(re.search(r"child (\d+)", str(info.value)).group(1))
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)

@@ -21,7 +21,7 @@ import pytest
 
 import autograd_compile as acg
 import autograd_compile.multiprocessing as mp
-from _dist_run import HERE, child_env
+from _dist_run import HERE, child_env, run_bounded
 from autograd_compile.distributed import launch
 from test_distributed_torch_style import port
 
@@ -108,10 +108,10 @@ def test_spawn_keeps_what_the_parent_has_set(tmp_path, monkeypatch):
 
 
 def _train(script: Path, out: Path, world: int, batch: int, setup: str) -> str:
-    proc = subprocess.run(
+    proc = run_bounded(
         [sys.executable, str(script), "3", "--world_size", str(world), "--batch_size",
          str(batch), "--port", str(launch.free_port()), "--setup", setup, "--out", str(out)],
-        capture_output=True, text=True, timeout=240, cwd=HERE, env=child_env(1))
+        240, cwd=HERE, env=child_env(1))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout
 
