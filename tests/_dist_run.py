@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -28,11 +29,34 @@ def child_env(devices: int, **extra: str) -> dict[str, str]:
     return env
 
 
+def run_bounded(cmd: list[str], timeout: float, **kwargs: object
+                ) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, capture_output=True, text=True)`` in a session of its own:
+    past ``timeout`` the whole process group (a launcher and its workers, a spawned
+    script's children) is killed and the test fails with the output so far, where
+    ``subprocess.run`` would kill only ``cmd`` and then wait for pipes its children
+    still hold."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, **kwargs)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the group this call started, nothing else
+        except ProcessLookupError:
+            pass
+        out, err = proc.communicate()
+        raise AssertionError(f"{' '.join(map(str, cmd))} still running after {timeout:g} s; "
+                             f"its process group was killed.\nstdout:\n{out[-4000:]}\n"
+                             f"stderr:\n{err[-4000:]}") from None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 def run_script(script: str, *args: str, devices: int = 8, timeout: float = 240,
                **extra: str) -> dict:
     """Run ``tests/<script>`` with ``devices`` host devices; its RESULT as a dict."""
-    proc = subprocess.run([sys.executable, str(HERE / script), *args], capture_output=True,
-                          text=True, timeout=timeout, env=child_env(devices, **extra))
+    proc = run_bounded([sys.executable, str(HERE / script), *args], timeout,
+                       env=child_env(devices, **extra))
     assert proc.returncode == 0, f"{script} {args} failed ({proc.returncode}):\n" \
                                  f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     return parse_result(proc.stdout)

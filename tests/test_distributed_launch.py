@@ -7,6 +7,7 @@ within a bounded time with a non-zero exit.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -14,18 +15,24 @@ from pathlib import Path
 
 import pytest
 
-from _dist_run import HERE, child_env
+from _dist_run import HERE, child_env, run_bounded
 from autograd_compile.distributed import launch
 
 TOL = 1e-5
 
 
+def max_time(timeout: float) -> list[str]:
+    """The launcher's own bound, inside the test's: a hang ends with every rank's Python
+    stack and exit code 124, before ``subprocess`` would kill the launcher silently."""
+    return ["--max-time", f"{max(0.8 * timeout, timeout - 30):g}"]
+
+
 def launch_run(*args: str, devices: int = 2, timeout: float = 300, **env: str
                ) -> tuple[subprocess.CompletedProcess, float]:
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "autograd_compile", "launch", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=HERE,
-                          env=child_env(devices, **env))
+    proc = run_bounded([sys.executable, "-m", "autograd_compile", "launch",
+                        *max_time(timeout), *args], timeout, cwd=HERE,
+                       env=child_env(devices, **env))
     return proc, time.monotonic() - start
 
 
@@ -144,8 +151,9 @@ def test_killing_the_launcher_never_leaves_workers_behind(tmp_path: Path, how: s
     script = tmp_path / "forever.py"
     script.write_text("import os, time\nprint('pid', os.getpid(), flush=True)\n"
                       "while True:\n    time.sleep(0.1)\n")
-    launcher = subprocess.Popen([sys.executable, "-m", "autograd_compile", "launch", "--nproc",
-                                 "2", str(script)], stdout=subprocess.PIPE, text=True)
+    launcher = subprocess.Popen([sys.executable, "-m", "autograd_compile", "launch",
+                                 *max_time(60), "--nproc", "2", str(script)],
+                                stdout=subprocess.PIPE, text=True)
     pids = [int(launcher.stdout.readline().split()[-1]) for _ in range(2)]
     launcher.send_signal(getattr(signal, how))
     code = launcher.wait(timeout=30)
@@ -155,3 +163,38 @@ def test_killing_the_launcher_never_leaves_workers_behind(tmp_path: Path, how: s
     while any(map(_alive, pids)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(map(_alive, pids)), f"workers {pids} outlived the launcher ({how})"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_a_run_past_max_time_prints_every_stack_and_stops(tmp_path: Path):
+    script = tmp_path / "stuck.py"
+    script.write_text("import os, time\nprint('pid', os.getpid(), flush=True)\n"
+                      "def wait_for_a_peer():\n    while True:\n        time.sleep(0.1)\n"
+                      "wait_for_a_peer()\n")
+    proc, took = launch_run("--nproc", "2", "--max-time", "2", str(script), devices=1)
+    assert proc.returncode == 124 and took < 30, proc.stderr[-2000:]
+    assert "[launcher] the run exceeded --max-time 2 s with rank 0, 1 still running" \
+        in proc.stderr
+    for rank in (0, 1):  # each hung rank's Python stack names where it waits
+        assert re.search(rf"\[rank {rank}\]   File \".*stuck.py\", line 5 in wait_for_a_peer",
+                         proc.stderr), proc.stderr[-2000:]
+    assert "failed first" not in proc.stderr  # the launcher stopped them: no rank failed
+    pids = [int(ln.split()[-1]) for ln in proc.stdout.splitlines() if " pid " in ln]
+    assert len(pids) == 2 and not any(map(_alive, pids))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_the_tests_bound_kills_a_hung_process_group(tmp_path: Path):
+    """The backstop behind --max-time: a child that holds the output pipes open (a worker,
+    a spawned rank) cannot keep a test waiting past its timeout."""
+    code = ("import subprocess, sys\nc = subprocess.Popen([sys.executable, '-c', "
+            "'import time\\nwhile True: time.sleep(0.1)'])\nprint('child', c.pid, flush=True)\n")
+    start = time.monotonic()
+    with pytest.raises(AssertionError, match="still running after 3 s") as info:
+        run_bounded([sys.executable, "-c", code], 3)
+    assert time.monotonic() - start < 20
+    pid = int(re.search(r"child (\d+)", str(info.value)).group(1))
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)

@@ -17,7 +17,7 @@ import pytest
 
 from _dist_run import HERE, child_env
 from autograd_compile.distributed import launch
-from test_distributed_launch import launch_run
+from test_distributed_launch import launch_run, max_time
 
 GLOO = ("[Gloo] Rank 1 is connected to 3 peer ranks. Expected number of connected peer "
         "ranks is : 3\n")
@@ -84,8 +84,8 @@ def _kill_rank0(tmp_path: Path, logs: str) -> tuple[int, str, str]:
     script = tmp_path / "loop.py"
     script.write_text(LOOP)
     launcher = subprocess.Popen(
-        [sys.executable, "-m", "autograd_compile", "launch", "--nproc", "2", "--timeout", "60",
-         str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE,
+        [sys.executable, "-m", "autograd_compile", "launch", *max_time(120), "--nproc", "2",
+         "--timeout", "60", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE,
         env=child_env(2, ACG_LOGS=logs))
     lines = []
     while not any(ln.startswith("[rank 0] pid") for ln in lines):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import numpy as np
 import pytest
 
 import autograd_compile as acg
-from _dist_run import HERE, child_env
+from _dist_run import HERE, child_env, run_bounded
 from test_distributed_launch import launch_run, results
 
 TOL = 1e-5
@@ -43,9 +42,8 @@ def port(src: Path, dst: Path) -> Path:
 
 def _torch_results(script: Path) -> dict[int, dict]:
     pytest.importorskip("torch")
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node",
-                           "2", str(script)], capture_output=True, text=True, timeout=300,
-                          cwd=HERE, env=child_env(1))
+    proc = run_bounded([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node",
+                        "2", str(script)], 300, cwd=HERE, env=child_env(1))
     assert proc.returncode == 0, proc.stderr[-3000:]
     return results(proc.stdout)
 
@@ -67,9 +65,8 @@ def test_collectives_on_local_tensors_match_pytorch(tmp_path: Path, torch_collec
 def test_multiprocessing_spawn_with_init_process_group(tmp_path: Path, torch_collectives):
     from autograd_compile.distributed import launch
     script = port(HERE / "_dist_collectives.py", tmp_path / "collectives.py")
-    proc = subprocess.run([sys.executable, str(script), "spawn", str(launch.free_port())],
-                          capture_output=True, text=True, timeout=300, cwd=HERE,
-                          env=child_env(2))
+    proc = run_bounded([sys.executable, str(script), "spawn", str(launch.free_port())], 300,
+                       cwd=HERE, env=child_env(2))
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [json.loads(ln.split("RESULT ", 1)[1]) for ln in proc.stdout.splitlines()
             if ln.startswith("RESULT ")]

@@ -419,3 +419,25 @@ def test_clip_grad_norm_fused_matches_torch() -> None:
         assert ours[0].grad is held  # in place, as mul_
         for p, q in zip(ours, theirs):
             np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-6, atol=1e-7)
+
+
+# -- distributed helper (dist3): a step whose trace failed is not traced again ------------
+def test_a_failed_trace_is_not_repeated_each_call() -> None:
+    """The fallback of ``test_data_dependent_python_falls_back``: the first call traces,
+    fails and runs eagerly; later calls with the same guards run eagerly at once."""
+    acg.manual_seed(0)
+    m = _mlp()
+    opt = acg.optim.SGD(m.parameters(), lr=0.1)
+
+    @acg.compile
+    def step(x, y):
+        loss = nn.functional.cross_entropy(m(x), y)
+        if loss.item() > 0.0:
+            loss.backward()
+        opt.step()
+        opt.zero_grad()
+    acg.aot.reset()
+    data = _classes((6,))
+    for i in range(3):
+        step(*data(i))
+    assert (counters["traces"], counters["eager_runs"]) == (1, 3), dict(counters)

@@ -176,6 +176,7 @@ class CompiledFunction:
         self._entries.clear()
         if self._whole is not None:
             self._whole.entries.clear()
+            self._whole.failed.clear()
         self._auto.clear()
         self._warned.clear()
 
@@ -327,6 +328,9 @@ class OptimizedModule(Module):
                                                                module=mod))
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        place = getattr(self._orig_mod, "_place_inputs", None)
+        if place is not None:  # DDP: the batch split over its mesh before the trace
+            args, kwargs = place(args, kwargs)
         return self._compiled(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:

@@ -162,6 +162,7 @@ class WholeStep:
         self.owner = owner  # the CompiledFunction (its fn, modules, fullgraph, logging)
         self.referenced, self.limit, self.unsupported = referenced, limit, unsupported
         self.entries: list[_Entry] = []
+        self.failed: list[tuple[tuple, str]] = []  # guards whose trace failed, and why
         self.modules = module_state(lambda: [])
         self._last: tuple | None = None  # (found objects, view, module tensors, state token)
 
@@ -172,6 +173,10 @@ class WholeStep:
             leaves = [t for t in leaves if isinstance(t, Tensor)]
         try:
             view = self._view(args, kwargs)
+            placed = _placed_on_mesh(view, leaves)
+            if placed is not leaves:  # DDP's batch split, as its forward would do it
+                leaves = placed
+                args, kwargs = unflatten(spec, iter(leaves))
             sig = view.signature(leaves, spec)
         except NotTraceable as e:
             return self._eager(str(e), args, kwargs)
@@ -179,6 +184,9 @@ class WholeStep:
             if entry.sig == sig and all(t._data is d for t, d in entry.consts):
                 counters["cache_hits"] += 1
                 return self._run(entry, view, leaves, args, kwargs)
+        for failed, why in self.failed:  # traced before and failed: eager, not traced again
+            if failed == sig:
+                return self._eager(why, args, kwargs)
         if self.entries:
             counters["retraces"] += 1
         if len(self.entries) >= limit:
@@ -190,6 +198,8 @@ class WholeStep:
         try:
             out = self._run(entry, view, leaves, args, kwargs, first=True)
         except NotTraceable as e:
+            if len(self.failed) < limit:
+                self.failed.append((sig, str(e)))
             return self._eager(str(e), args, kwargs)
         self.entries.insert(0, entry)
         return out
@@ -348,6 +358,45 @@ def _objects(values: tuple) -> list[Any]:
     return out
 
 
+def _data_parallel(view: _View) -> list[Module]:
+    """The ``DistributedDataParallel`` wrappers among the modules the step reaches."""
+    return [m for m in view.modules if hasattr(m, "spmd") and hasattr(m, "_to_mesh")]
+
+
+def _placed_on_mesh(view: _View, leaves: list[Tensor]) -> list[Tensor]:
+    """A step that reaches an SPMD ``DistributedDataParallel`` gets its tensor arguments
+    split over the DDP mesh along DDP's ``dim`` (this process's part of the global batch),
+    as DDP's forward splits its inputs: the program then runs on global arrays, with the
+    gradient reductions inside. ``leaves`` itself when there is nothing to place."""
+    ddps = _data_parallel(view)
+    if not ddps:
+        return leaves
+    local = [m for m in ddps if not m.spmd]
+    if local:  # PyTorch's DDP (init_process_group): gradients averaged on the host
+        raise NotTraceable(
+            "DistributedDataParallel joined by init_process_group averages gradients over "
+            "the processes on the host after backward; that does not compose with the "
+            "whole-step compile yet (use acg.distributed.init() for the SPMD global batch)")
+    meshes = {id(m.mesh): m.mesh for m in ddps}
+    if len(meshes) > 1:
+        raise NotTraceable("the step reaches DistributedDataParallel modules on different meshes")
+    ddp = ddps[0]
+    try:
+        placed = [ddp._to_mesh(t) for t in leaves]
+    except ValueError as e:  # a tensor argument that does not split over the mesh
+        raise NotTraceable(f"DistributedDataParallel cannot split a step argument: {e}") from e
+    return placed if any(a is not b for a, b in zip(placed, leaves)) else leaves
+
+
+def _keep_sharding(a: Any, sharding: Any) -> Any:
+    """An output of the step keeps its input's placement over several devices (so its
+    buffer is donated in place and the next step reads the same layout)."""
+    if isinstance(sharding, jax.sharding.NamedSharding) and sharding.mesh.size > 1 and \
+            isinstance(a, jax.core.Tracer):
+        return jax.lax.with_sharding_constraint(a, sharding)
+    return a
+
+
 def _tensors(values: tuple) -> list[Tensor]:
     out = []
     for v in values:
@@ -385,10 +434,19 @@ def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry) -> Callable:
                     res.append(o._data)
                 else:
                     raise NotTraceable("the step returns a non-tensor value computed in it")
-            new_datas = [t._data for t in tensors]
-            new_grads = [t._grad._data for t in tensors if t._grad is not None]
+            # parameters, gradients and same-shaped optimizer state keep the parameter's
+            # placement (DDP's replicated or sharded layout) across steps
+            where = {id(t): getattr(d, "sharding", None) for t, d, *_ in snap["t"]}
+            raw_datas = [t._data for t in tensors]
+            new_datas = [a if a is d else _keep_sharding(a, where[id(t)])
+                         for t, a, d in zip(tensors, raw_datas, datas)]
+            new_grads = [_keep_sharding(t._grad._data, where[id(t)]) for t in tensors
+                         if t._grad is not None]
             new_state = [(i, p, k, v) for i, o in enumerate(opts) for g in o.param_groups
                          for p in g["params"] for k, v in o.state.get(p, {}).items()]
+            state_out = [_keep_sharding(v._data, where.get(id(p)))
+                         if tuple(v.shape) == tuple(p.shape) else v._data
+                         for _, p, _, v in new_state]
             ev = [e for e, _ in events]
             if "opt" in ev and "sched" in ev:
                 first_opt = ev.index("opt")
@@ -400,12 +458,12 @@ def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry) -> Callable:
             after = [s for e, s in events if e == "sched" and s not in before]
             entry.meta.update(
                 out_spec=out_spec, grads=[t._grad is not None for t in tensors],
-                mutated=[a is not d for a, d in zip(new_datas, datas)],
+                mutated=[a is not d for a, d in zip(raw_datas, datas)],
                 state=[(i, p, k) for i, p, k, _ in new_state],
                 before=before, after=after, keys=draws[0])
             new_lifted = [t._data for t in view.lifted]
             entry.meta["lifted"] = [a is not d for a, d in zip(new_lifted, lifted)]
-            return (res, new_datas, new_grads, [v._data for *_, v in new_state], new_lifted)
+            return (res, new_datas, new_grads, state_out, new_lifted)
 
     return body
 

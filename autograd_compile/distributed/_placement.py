@@ -102,9 +102,11 @@ def shard(t: Any, mesh: Mesh, dim: int = 0, *, axis: Any = None) -> Tensor:
     array = _array(t)
     dim = _wrap_dim(dim, array.ndim, "shard")
     sharding = sharding_for(mesh, array.ndim, dim, axis)
+    if isinstance(array, jax.core.Tracer):  # inside a program every array is global
+        return _like(t, _constrained(array, sharding, dim, parts_of(mesh, axis)))
     if getattr(array, "sharding", None) == sharding:  # already this global tensor
         return t if isinstance(t, Tensor) else _make(array)
-    parts = math.prod(mesh.shape[a] for a in _axes(mesh, axis))
+    parts = parts_of(mesh, axis)
     nproc = jax.process_count()
     global_shape = list(array.shape)
     global_shape[dim] *= nproc
@@ -118,6 +120,22 @@ def shard(t: Any, mesh: Mesh, dim: int = 0, *, axis: Any = None) -> Tensor:
     local = np.asarray(array)
     return _like(t, jax.make_array_from_process_local_data(sharding, local,
                                                            tuple(global_shape)))
+
+
+def parts_of(mesh: Mesh, axis: Any = None) -> int:
+    """How many pieces splitting over ``axis`` (all mesh axes by default) makes."""
+    return math.prod(mesh.shape[a] for a in _axes(mesh, axis))
+
+
+def _constrained(array: Any, sharding: NamedSharding, dim: int, parts: int) -> Any:
+    """``shard`` traced into a program (a whole-step compile): the argument is already
+    the global array, so only its placement is pinned."""
+    if array.shape[dim] % parts:
+        raise ValueError(f"shard: size {array.shape[dim]} of dim {dim} (shape "
+                         f"{tuple(array.shape)}) does not divide over {parts} devices of "
+                         f"{_describe(sharding.mesh)}; use a batch size that is a multiple "
+                         f"of {parts}")
+    return jax.lax.with_sharding_constraint(array, sharding)
 
 
 def replicate(t: Any, mesh: Mesh) -> Tensor:

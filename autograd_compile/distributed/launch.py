@@ -20,6 +20,11 @@ Multi-host: run the same command on every host with the first host's address::
     python -m autograd_compile launch \\        python -m autograd_compile launch \\
       --nnodes 2 --node-rank 0 --nproc 4 \\       --nnodes 2 --node-rank 1 --nproc 4 \\
       --coordinator host0:29500 train.py         --coordinator host0:29500 train.py
+
+``--max-time S`` bounds the whole run (CI's guard against a hang that no peer detects,
+such as a deadlocked collective): past it, every process still running prints its Python
+stack (``faulthandler``, on SIGABRT) and is stopped, and the launcher exits 124 (as
+``timeout(1)``), naming those ranks.
 """
 from __future__ import annotations
 
@@ -38,6 +43,8 @@ from typing import IO
 
 GRACE_SECONDS = 5.0  # after SIGTERM, before SIGKILL
 HOLD_SECONDS = 0.3  # a rank's stderr line waits this long: has a peer died just before?
+DUMP_SECONDS = 3.0  # past --max-time: how long the ranks get to print their stacks
+OVERTIME = 124  # the exit code of a run stopped by --max-time (timeout(1)'s)
 # gloo's connection report, printed to stdout by every process for every communicator
 # (two of its threads may print at once: a line of only its fragments is one of them too)
 _GLOO_CONNECTED = re.compile(r"^(?=.*(?:\[Gloo\] Rank|peer ranks))(?:\[Gloo\] Rank |\d+|is connected to |peer ranks\.|"
@@ -85,6 +92,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "a free port (one host only)")
     p.add_argument("--timeout", type=float, default=None,
                    help="seconds a process waits for its peers (sets ACG_DIST_TIMEOUT)")
+    p.add_argument("--max-time", "--max_time", dest="max_time", type=float, default=None,
+                   metavar="S", help="seconds the whole run may take; past it every process "
+                                     "still running prints its Python stack and is stopped "
+                                     f"(exit code {OVERTIME})")
     p.add_argument("script", help="the Python script to run")
     p.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     ns = p.parse_args(argv)
@@ -110,6 +121,8 @@ def child_env(ns: argparse.Namespace, local_rank: int, host: str, port: str) -> 
     env.pop("ACG_COORDINATOR", None)  # MASTER_ADDR/PORT say it
     if ns.timeout is not None:
         env["ACG_DIST_TIMEOUT"] = str(ns.timeout)
+    if ns.max_time is not None:  # a rank stopped for overtime prints its stack on SIGABRT
+        env["PYTHONFAULTHANDLER"] = "1"
     return env
 
 
@@ -122,13 +135,14 @@ class Output:
         self.verbose = verbose
         self.lock = threading.Lock()
         self.first: tuple[int, int, float] | None = None  # rank, exit code, time
+        self.overtime = False  # past --max-time: exits are the launcher's doing, not failures
         self.hidden: collections.Counter = collections.Counter()
         self.tail: dict[int, collections.deque] = collections.defaultdict(
             lambda: collections.deque(maxlen=200))
 
     def failed(self, rank: int, code: int, when: float) -> None:
         with self.lock:
-            if self.first is None:
+            if self.first is None and not self.overtime:
                 self.first = (rank, code, when)
 
     def write(self, rank: int, line: str, out: IO[str], when: float, err: bool) -> None:
@@ -247,11 +261,15 @@ def _watch(procs: list, output: Output) -> queue.Queue:
     return exits
 
 
-def supervise(procs: list, output: Output) -> int:
-    """Wait for every process; the first failure stops the rest (fail-fast)."""
+def supervise(procs: list, output: Output, max_time: float | None = None) -> int:
+    """Wait for every process; the first failure stops the rest (fail-fast); past
+    ``max_time`` seconds the ones still running are stopped (:func:`overtime`)."""
     live = {item[0]: item for item in procs}
     exits = _watch(procs, output)
+    deadline = None if max_time is None else time.monotonic() + max_time
     while live:
+        if deadline is not None and time.monotonic() > deadline:
+            return overtime(list(live.values()), output, max_time)
         try:
             rank, code = exits.get(timeout=0.1)  # a timeout: signals reach the main thread
         except queue.Empty:
@@ -266,6 +284,28 @@ def supervise(procs: list, output: Output) -> int:
     return 0
 
 
+def overtime(live: list, output: Output, max_time: float | None) -> int:
+    """The run took longer than ``--max-time``: each live rank prints its Python stack
+    (SIGABRT with ``PYTHONFAULTHANDLER``), then every one left is stopped."""
+    ranks = ", ".join(str(rank) for rank, _, _ in live)
+    print(f"[launcher] the run exceeded --max-time {max_time:g} s with rank {ranks} still "
+          "running; their Python stacks follow, then they are stopped", file=sys.stderr,
+          flush=True)
+    with output.lock:
+        output.overtime = True  # every rank's stack is shown, none is "the first failure"
+    for _, proc, _ in live:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGABRT)
+    deadline = time.monotonic() + DUMP_SECONDS
+    for _, proc, _ in live:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    stop(live)
+    return OVERTIME
+
+
 def main(argv: list[str]) -> int:
     """Entry point of ``python -m autograd_compile launch``; returns the exit code."""
     ns = parse_args(argv)
@@ -276,8 +316,9 @@ def main(argv: list[str]) -> int:
     summary = None
     try:
         procs = start(ns, output)
-        code = supervise(procs, output)
-        summary = code and output.summary  # a worker failed (not the launcher stopped)
+        code = supervise(procs, output, ns.max_time)
+        # a worker failed (not the launcher stopped it, nor --max-time)
+        summary = code and code != OVERTIME and output.summary
     except KeyboardInterrupt:
         stop(procs)
         code = 130

@@ -12,6 +12,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import socket
 import sys
 import tempfile
 import traceback
@@ -50,8 +51,48 @@ class ProcessExitedException(ProcessException):
                             self.signal_name)
 
 
-def _wrap(fn: Callable[..., Any], i: int, args: tuple, error_file: str) -> None:
-    """The child's body: ``fn(i, *args)``; a traceback goes to ``error_file``, exit code 1."""
+_PR_SET_PDEATHSIG = 1  # linux prctl: the kernel signals a child when its parent dies
+
+
+def _die_with_parent() -> None:
+    """SIGTERM when the parent dies: no rank outlives its group (nor holds the parent's
+    output pipes open). PyTorch's children get SIGINT, which a process stuck in a C++
+    collective never acts on (Python runs the handler only between bytecodes)."""
+    if sys.platform != "linux":
+        return
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    except (OSError, AttributeError):
+        pass
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rendezvous_env(nprocs: int) -> dict[str, str]:
+    """What ``init_process_group(init_method="env://")`` reads and the parent's environment
+    lacks: ``MASTER_ADDR`` 127.0.0.1, a free ``MASTER_PORT``, ``WORLD_SIZE`` and
+    ``LOCAL_WORLD_SIZE`` ``nprocs`` (each child adds ``RANK``/``LOCAL_RANK`` = its index)."""
+    wanted = {"MASTER_ADDR": "127.0.0.1", "WORLD_SIZE": str(nprocs),
+              "LOCAL_WORLD_SIZE": str(nprocs)}
+    env = {k: v for k, v in wanted.items() if k not in os.environ}
+    if "MASTER_PORT" not in os.environ:
+        env["MASTER_PORT"] = str(_free_port())
+    return env
+
+
+def _wrap(fn: Callable[..., Any], i: int, args: tuple, error_file: str,
+          env: dict[str, str] | None = None) -> None:
+    """The child's body: ``fn(i, *args)``; a traceback goes to ``error_file``, exit code 1.
+    ``env`` (the rendezvous variables the parent lacks) is added first, never replacing a
+    variable the child already has."""
+    _die_with_parent()
+    for name, value in {**(env or {}), "RANK": str(i), "LOCAL_RANK": str(i)}.items():
+        os.environ.setdefault(name, value)
     try:
         fn(i, *args)
     except KeyboardInterrupt:
@@ -135,13 +176,23 @@ def start_processes(fn: Callable[..., Any], args: tuple = (), nprocs: int = 1,
                     join: bool = True, daemon: bool = False,
                     start_method: str = "spawn") -> ProcessContext | None:
     """Start ``nprocs`` processes running ``fn(i, *args)`` with ``start_method``; wait for them
-    when ``join`` (returning None), else return their ``ProcessContext``."""
+    when ``join`` (returning None), else return their ``ProcessContext``.
+
+    Each process starts with the environment ``init_process_group(init_method="env://")``
+    reads. PyTorch's ``spawn`` sets none of it (its tutorials set ``MASTER_ADDR`` and
+    ``MASTER_PORT`` in the child and pass ``rank``/``world_size``); here what the parent's
+    environment lacks is filled in and nothing it has is replaced: ``MASTER_ADDR``
+    127.0.0.1, a free ``MASTER_PORT``, ``WORLD_SIZE`` and ``LOCAL_WORLD_SIZE`` ``nprocs``,
+    ``RANK`` and ``LOCAL_RANK`` the process index. So a program in either style joins
+    (one that sets the variables itself overrides these), and the parent's own
+    environment is left as it was."""
     ctx = multiprocessing.get_context(start_method)
     processes, error_files = [], []
+    env = _rendezvous_env(nprocs)
     for i in range(nprocs):
         fd, path = tempfile.mkstemp(prefix="acg_mp_error_")
         os.close(fd)
-        process = ctx.Process(target=_wrap, args=(fn, i, args, path), daemon=daemon)
+        process = ctx.Process(target=_wrap, args=(fn, i, args, path, env), daemon=daemon)
         process.start()
         processes.append(process)
         error_files.append(path)
@@ -157,7 +208,9 @@ def spawn(fn: Callable[..., Any], args: tuple = (), nprocs: int = 1, join: bool 
           daemon: bool = False, start_method: str = "spawn") -> ProcessContext | None:
     """``start_processes`` with the ``spawn`` start method (the one PyTorch's ``spawn`` uses):
     ``spawn(train, args=(world_size,), nprocs=world_size)`` runs ``train(rank, world_size)``
-    in each process and returns once all ended (None), or raises the first failure."""
+    in each process and returns once all ended (None), or raises the first failure. Each
+    process gets the rendezvous environment its parent lacks (see ``start_processes``), so
+    ``init_process_group("gloo")`` with no rank or world size joins too."""
     if start_method != "spawn":
         warnings.warn(f"This method only supports start_method=spawn (got: {start_method}).\n"
                       "To use a different start_method use:\n\t"

@@ -37,9 +37,12 @@ class DistributedDataParallel(Module):
     (``acg.distributed.shard(y, ddp.mesh)``) so the loss is over the global batch.
     PyTorch's other arguments (``device_ids``, ``output_device``, ...) are accepted
     and ignored: the mesh says where everything lives. With ``acg.compile``, wrap
-    either way: ``DDP(acg.compile(model))`` (DDP shards the inputs, then one SPMD
-    program runs) or ``acg.compile(DDP(model))`` on inputs already placed with
-    ``acg.distributed.shard`` (inside a trace DDP leaves placement to the caller).
+    either way: ``DDP(acg.compile(model))`` or ``acg.compile(DDP(model))``: DDP
+    shards the inputs first, then one SPMD program runs. ``acg.compile(train_step)``
+    on a step that reaches a DDP shards the step's tensor arguments the same way and
+    keeps the whole step (forward, backward with the gradient reductions, optimizer
+    update) one SPMD program; PyTorch-style DDP (joined by ``init_process_group``)
+    runs such a step eagerly, with a one-line log.
 
     >>> import autograd_compile as acg
     >>> model = acg.nn.parallel.DistributedDataParallel(acg.nn.Linear(4, 2))
@@ -111,6 +114,14 @@ class DistributedDataParallel(Module):
         inputs = tuple(self._to_mesh(x) for x in inputs)
         kwargs = {k: self._to_mesh(v) for k, v in kwargs.items()}
         return self.module(*inputs, **kwargs)
+
+    def _place_inputs(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """``forward``'s batch split, for ``acg.compile(ddp)`` to apply before its trace
+        (inside the trace the arguments are already tracers)."""
+        if not self.spmd:
+            return args, kwargs
+        return (tuple(self._to_mesh(x) for x in args),
+                {k: self._to_mesh(v) for k, v in kwargs.items()})
 
     def _to_mesh(self, x: Any) -> Any:
         if isinstance(x, (list, tuple)):
