@@ -100,6 +100,8 @@ class _View:
     def __init__(self, modules: list[Module], module_tensors: list[Tensor], opts: list,
                  lifted: list[Tensor]) -> None:
         self.opts, self.modules = opts, modules
+        # DistributedDataParallel wrappers among them (found once: the step's hot path)
+        self.ddps = [m for m in modules if hasattr(m, "spmd") and hasattr(m, "_to_mesh")]
         tensors = list(module_tensors)
         seen = {id(t) for t in tensors}
         for o in opts:
@@ -123,8 +125,8 @@ class _View:
     def again(self) -> "_View":
         """The same objects, hyperparameters re-read (a scheduler or the user changed them)."""
         v = object.__new__(_View)
-        v.opts, v.modules, v.tensors, v.lifted, v.state = \
-            self.opts, self.modules, self.tensors, self.lifted, self.state
+        v.opts, v.modules, v.tensors, v.lifted, v.state, v.ddps = \
+            self.opts, self.modules, self.tensors, self.lifted, self.state, self.ddps
         if "fixed" in self.__dict__:
             v.fixed = self.fixed
         v.hypers = [[{n: _as_floats(g[n]) for n in type(o)._hyper} for g in o.param_groups]
@@ -358,17 +360,12 @@ def _objects(values: tuple) -> list[Any]:
     return out
 
 
-def _data_parallel(view: _View) -> list[Module]:
-    """The ``DistributedDataParallel`` wrappers among the modules the step reaches."""
-    return [m for m in view.modules if hasattr(m, "spmd") and hasattr(m, "_to_mesh")]
-
-
 def _placed_on_mesh(view: _View, leaves: list[Tensor]) -> list[Tensor]:
     """A step that reaches an SPMD ``DistributedDataParallel`` gets its tensor arguments
     split over the DDP mesh along DDP's ``dim`` (this process's part of the global batch),
     as DDP's forward splits its inputs: the program then runs on global arrays, with the
     gradient reductions inside. ``leaves`` itself when there is nothing to place."""
-    ddps = _data_parallel(view)
+    ddps = view.ddps
     if not ddps:
         return leaves
     local = [m for m in ddps if not m.spmd]
