@@ -129,7 +129,9 @@ def test_leaf_accumulators_reused_between_calls_then_released(mode) -> None:
     w_eager = w.detach().requires_grad_()
     for _ in range(2):
         (x @ w_eager).tanh().sum().backward()
-    assert_close(w.grad, w_eager.grad, rtol=1e-6, atol=1e-6)
+    # eager may run tanh on the host tier (numpy), the program in XLA: a few ulps apart, and a
+    # gradient entry that sums five of them with mixed signs keeps ~1e-6 of that absolutely
+    assert_close(w.grad, w_eager.grad, rtol=1e-5, atol=1e-5)
     gone = weakref.ref(w)
     del w
     cf(x, rnd(3, 4, requires_grad=True))  # the next call drops the previous leaves
@@ -138,13 +140,15 @@ def test_leaf_accumulators_reused_between_calls_then_released(mode) -> None:
 
 
 def test_call_flattening_shortcut_matches_flatten() -> None:
-    from autograd_compile.aot.tree import flatten
+    from autograd_compile.aot.tree import flatten, flatten_call
     t, p = rnd(2), nn.Parameter(rnd(2))
-    for args, kwargs in [((t, p), {}), ((), {}), ((t, 3), {}), (([t],), {}), ((t,), {"k": t})]:
-        leaves, spec = aot_api._flatten_call(args, kwargs)
-        want_leaves, want_spec = flatten((args, kwargs))
-        assert spec == want_spec and len(leaves) == len(want_leaves)
-        assert all(a is b for a, b in zip(leaves, want_leaves))
+    for args, kwargs in [((t, p), {}), ((), {}), ((t, 3), {}), (([t],), {}), ((t,), {"k": t}),
+                         ((t, [1, 2]), {})]:
+        for keyed in (True, False):  # keyed=False (the whole step) keeps a list constant
+            leaves, spec = flatten_call(args, kwargs, keyed)
+            want_leaves, want_spec = flatten((args, kwargs), keyed)
+            assert spec == want_spec and len(leaves) == len(want_leaves)
+            assert all(a is b for a, b in zip(leaves, want_leaves))
 
 
 # -- one trace over sizes; counters -------------------------------------------------------

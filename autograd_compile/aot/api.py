@@ -20,7 +20,7 @@ from .guards import SizeGuards, signature_diff
 from .partition import partition
 from .program import Region, counters
 from .trace import NotTraceable, trace_joint
-from .tree import flatten
+from .tree import flatten, flatten_call
 from .wholestep import WholeStep, wants_whole_step
 
 log = config.get_logger("aot")
@@ -71,7 +71,7 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._whole is not None:
             return self._whole(args, kwargs)
-        leaves, spec = _flatten_call(args, kwargs)
+        leaves, spec = flatten_call(args, kwargs)
         state = self._modules.tensors()
         sig = self._signature(leaves, spec, state)
         sizes = [s for t in leaves for s in t.shape]
@@ -254,23 +254,6 @@ def _registries_kept(modules: list[Module]) -> Iterator[None]:
     if changed:
         raise NotTraceable(f"the region assigns module state ({', '.join(sorted(changed))}) "
                            "instead of writing it in place")
-
-
-@functools.lru_cache(maxsize=64)
-def _tensors_spec(n: int) -> tuple:
-    """``flatten((args, {}))``'s spec for ``n`` positional tensors."""
-    return flatten(((Tensor.__new__(Tensor),) * n, {}))[1]  # a bare instance: only its type counts
-
-
-def _flatten_call(args: tuple, kwargs: dict) -> tuple[list, tuple]:
-    """``flatten((args, kwargs))``, with a shortcut for the usual call: tensors only."""
-    if not kwargs:
-        for a in args:
-            if not isinstance(a, Tensor):
-                break
-        else:
-            return list(args), _tensors_spec(len(args))
-    return flatten((args, kwargs))
 
 
 def _referenced(fn: Callable) -> list[Any]:

@@ -13,6 +13,7 @@ spec is part of a compiled region's guard.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Iterator
 
 from ..tensor import Tensor
@@ -65,3 +66,21 @@ def unflatten(spec: tuple, leaves: Iterator[Any]) -> Any:
     items = [unflatten(s, leaves) for s in spec[1]]
     return tuple(items) if kind == "tuple" else items
 
+
+
+@functools.lru_cache(maxsize=64)
+def _tensors_spec(n: int) -> tuple:
+    """``flatten((args, {}))``'s spec for ``n`` positional tensors."""
+    return flatten(((Tensor.__new__(Tensor),) * n, {}))[1]  # a bare instance: only its type counts
+
+
+def flatten_call(args: tuple, kwargs: dict, keyed: bool = True) -> tuple[list, tuple]:
+    """``flatten((args, kwargs))`` of a call, with a shortcut for the usual one: positional
+    tensors only (the spec then has no constants, keyed or not)."""
+    if not kwargs:
+        for a in args:
+            if not isinstance(a, Tensor):
+                break
+        else:
+            return list(args), _tensors_spec(len(args))
+    return flatten((args, kwargs), keyed)

@@ -63,7 +63,7 @@ from ..optim._lr_base import LRScheduler
 from ..tensor import Tensor, _make
 from .program import counters
 from .trace import NotTraceable, _describe
-from .tree import flatten, unflatten
+from .tree import flatten, flatten_call, unflatten
 
 _TRACING = threading.local()
 
@@ -170,7 +170,7 @@ class WholeStep:
 
     def __call__(self, args: tuple, kwargs: dict) -> Any:
         owner, limit = self.owner, self.limit
-        leaves, spec = flatten((args, kwargs), keyed=False)
+        leaves, spec = flatten_call(args, kwargs, keyed=False)
         if any(not isinstance(t, Tensor) for t in leaves):
             leaves = [t for t in leaves if isinstance(t, Tensor)]
         try:
@@ -296,17 +296,21 @@ class WholeStep:
 
 _NO_KEY: list = []
 _SCALARS: dict = {}
+_LAST_SCALARS: list = [None, None]  # (hyperparameters, their scalars) of the last call
 
 
 def _scalars(hypers: list) -> list:
     """The hyperparameters as device scalars (weakly typed, as the optimizer makes them),
     re-made only when a value changes: jit would convert each float at every call."""
-    raw = repr(hypers)
+    if hypers == _LAST_SCALARS[0]:  # the usual call: nothing changed since the last one
+        return _LAST_SCALARS[1]
+    raw = repr(hypers)  # the key tells 1 from 1.0 and True, which make other dtypes
     hit = _SCALARS.get(raw)
     if hit is None:
         if len(_SCALARS) > 64:
             _SCALARS.clear()
         hit = _SCALARS[raw] = jax.tree_util.tree_map(jnp.asarray, hypers)
+    _LAST_SCALARS[:] = [hypers, hit]
     return hit
 
 
@@ -337,7 +341,8 @@ class _ConstGuard(DispatchMode):
 
 
 def _meta(a: Any) -> tuple:
-    return (a.shape, a.dtype)
+    aval = a.aval  # one attribute; jax's .shape and .dtype properties each read it
+    return (aval.shape, aval.dtype)
 
 
 def _state_token(opts: list) -> tuple:
