@@ -29,6 +29,15 @@ def child_env(devices: int, **extra: str) -> dict[str, str]:
     return env
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` is still running (Linux: /proc; a zombie has exited)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def run_bounded(cmd: list[str], timeout: float, **kwargs: object
                 ) -> subprocess.CompletedProcess:
     """``subprocess.run(cmd, capture_output=True, text=True)`` in a session of its own:

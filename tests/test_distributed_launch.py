@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from _dist_run import HERE, child_env, run_bounded
+from _dist_run import HERE, alive, child_env, run_bounded
 from autograd_compile.distributed import launch
 
 TOL = 1e-5
@@ -136,14 +136,6 @@ def test_launcher_argument_errors():
     assert ns.args == ["--epochs", "3"]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"  # a zombie has exited
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
 def test_killing_the_launcher_never_leaves_workers_behind(tmp_path: Path, how: str):
@@ -160,9 +152,9 @@ def test_killing_the_launcher_never_leaves_workers_behind(tmp_path: Path, how: s
     launcher.stdout.close()
     assert code == (143 if how == "SIGTERM" else -9)
     deadline = time.monotonic() + 10
-    while any(map(_alive, pids)) and time.monotonic() < deadline:
+    while any(map(alive, pids)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(map(_alive, pids)), f"workers {pids} outlived the launcher ({how})"
+    assert not any(map(alive, pids)), f"workers {pids} outlived the launcher ({how})"
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
@@ -180,7 +172,7 @@ def test_a_run_past_max_time_prints_every_stack_and_stops(tmp_path: Path):
                          proc.stderr), proc.stderr[-2000:]
     assert "failed first" not in proc.stderr  # the launcher stopped them: no rank failed
     pids = [int(ln.split()[-1]) for ln in proc.stdout.splitlines() if " pid " in ln]
-    assert len(pids) == 2 and not any(map(_alive, pids))
+    assert len(pids) == 2 and not any(map(alive, pids))
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
@@ -195,6 +187,6 @@ def test_the_tests_bound_kills_a_hung_process_group(tmp_path: Path):
     assert time.monotonic() - start < 20
     pid = int(re.search(r"child (\d+)", str(info.value)).group(1))
     deadline = time.monotonic() + 10
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(pid)
+    assert not alive(pid)

@@ -21,7 +21,7 @@ import pytest
 
 import autograd_compile as acg
 import autograd_compile.multiprocessing as mp
-from _dist_run import HERE, child_env, run_bounded
+from _dist_run import HERE, alive, child_env, run_bounded
 from autograd_compile.distributed import launch
 from test_distributed_torch_style import port
 
@@ -43,14 +43,6 @@ def hang_forever(i: int, out: str) -> None:
         time.sleep(0.1)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"  # a zombie has exited
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.skipif(sys.platform != "linux", reason="parent-death signal, /proc")
 def test_spawned_children_stop_when_their_parent_is_killed(tmp_path):
     out = tmp_path / "pid"
@@ -69,9 +61,9 @@ def test_spawned_children_stop_when_their_parent_is_killed(tmp_path):
         parent.kill()  # SIGKILL: the parent cannot stop its children itself
         parent.wait(timeout=30)
     deadline = time.monotonic() + 10
-    while any(map(_alive, pids)) and time.monotonic() < deadline:
+    while any(map(alive, pids)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(map(_alive, pids)), f"children {pids} outlived their parent"
+    assert not any(map(alive, pids)), f"children {pids} outlived their parent"
 
 
 def _spawned_env(tmp_path: Path, nprocs: int) -> list[dict]:

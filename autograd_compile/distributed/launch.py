@@ -232,18 +232,27 @@ def start(ns: argparse.Namespace, output: Output
     return procs
 
 
-def stop(procs: list) -> None:
-    """SIGTERM every live process, SIGKILL what is left after the grace period."""
+def _signal_and_wait(procs: list, sig: int, seconds: float) -> list:
+    """Send ``sig`` to every live process and wait up to ``seconds`` in all; the processes
+    still running after that."""
     for _, proc, _ in procs:
         if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + GRACE_SECONDS
+            proc.send_signal(sig)
+    deadline = time.monotonic() + seconds
+    left = []
     for _, proc, _ in procs:
         try:
             proc.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            left.append(proc)
+    return left
+
+
+def stop(procs: list) -> None:
+    """SIGTERM every live process, SIGKILL what is left after the grace period."""
+    for proc in _signal_and_wait(procs, signal.SIGTERM, GRACE_SECONDS):
+        proc.kill()
+        proc.wait()
 
 
 def _watch(procs: list, output: Output) -> queue.Queue:
@@ -293,15 +302,7 @@ def overtime(live: list, output: Output, max_time: float | None) -> int:
           flush=True)
     with output.lock:
         output.overtime = True  # every rank's stack is shown, none is "the first failure"
-    for _, proc, _ in live:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGABRT)
-    deadline = time.monotonic() + DUMP_SECONDS
-    for _, proc, _ in live:
-        try:
-            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
+    _signal_and_wait(live, signal.SIGABRT, DUMP_SECONDS)  # faulthandler prints the stacks
     stop(live)
     return OVERTIME
 
