@@ -60,11 +60,11 @@ CHECK_STEPS = 3
 LOSS_RTOL = {"torch-eager": 2e-4, "acg-eager": 1e-5}  # across libraries: float32 order of sums
 LLAMA_CLIP = 1.0
 # (full, smoke): makemore's defaults; a small llama2.c model
-SIZES = ({"words": 2000, "batch": 32, "batches": 8,
+SIZES = ({"words": 2000, "max_len": 15, "batch": 32, "batches": 8,
           "makemore": {"n_layer": 4, "n_embd": 64, "n_embd2": 64, "n_head": 4},
           "llama": {"dim": 64, "n_layers": 4, "n_heads": 4, "vocab_size": 64, "max_seq_len": 64},
           "llama_batch": 16, "llama_chunks": 2000},
-         {"words": 64, "batch": 4, "batches": 2,
+         {"words": 256, "max_len": 5, "batch": 4, "batches": 2,
           "makemore": {"n_layer": 1, "n_embd": 8, "n_embd2": 8, "n_head": 2},
           "llama": {"dim": 16, "n_layers": 1, "n_heads": 2, "vocab_size": 16, "max_seq_len": 8},
           "llama_batch": 2, "llama_chunks": 32})
@@ -133,7 +133,7 @@ def make_task(name: str, smoke: bool) -> Task:
         batch, n_items = s["llama_batch"], n
         sizes = {**s["llama"], "batch": batch}
     else:
-        names = data.words(s["words"])
+        names = [w for w in data.words(s["words"]) if len(w) <= s["max_len"]]  # smoke: short
         block = max(len(w) for w in names) + 1
         cfg = ModelConfig(block_size=block, vocab_size=len(data._ALPHABET) + 1, **s["makemore"])
 
