@@ -24,7 +24,9 @@ Then, interleaved in one process with the order rotated per rep, after warm-up, 
 per step: **step** (the batch already built, cycling through the fixed batches) and
 **+data** (the DataLoader's ``next`` inside the timed region, the way makemore's loop runs).
 Every step waits for its updated parameters. ``acg.compile``'s and compiled autograd's
-counters over the timed steps show fallbacks (``eager_runs``) and retraces.
+counters over the timed steps show fallbacks (``eager_runs``) and retraces. The *first*
+column depends on the persistent compile cache (``ACG_CACHE_DIR``): a second run loads the
+programs the first compiled.
 
 >>> SIZES[1]["makemore"]["n_embd"], SYSTEMS[-1]
 (8, 'torch-eager')
