@@ -215,9 +215,15 @@ def _cat_backward(g: Any, tensors: list, dim: int, out: Any) -> list:
     return grads
 
 
+def _common(ts: list) -> list:
+    """The tensors in their promoted dtype (found once: once per input made cat and stack
+    quadratic in the number of inputs)."""
+    dt = result_type(*ts)
+    return [cast(t, dt) for t in ts]
+
+
 cat = defop("cat(Tensor[] tensors, int dim=0) -> Tensor",
-            lambda ts, dim=0: jnp.concatenate([cast(t, result_type(*ts)) for t in ts],
-                                              wrap_dim(dim, ts[0].ndim)),
+            lambda ts, dim=0: jnp.concatenate(_common(ts), wrap_dim(dim, ts[0].ndim)),
             shape=_cat_rule, check=True, host=True, save=(), backward=_cat_backward)
 
 
@@ -238,8 +244,7 @@ def _stacked(shape: tuple, dim: int, n: int) -> tuple:
 
 
 stack = defop("stack(Tensor[] tensors, int dim=0) -> Tensor",
-              lambda ts, dim=0: jnp.stack([cast(t, result_type(*ts)) for t in ts],
-                                          wrap_dim(dim, ts[0].ndim + 1)),
+              lambda ts, dim=0: jnp.stack(_common(ts), wrap_dim(dim, ts[0].ndim + 1)),
               shape=_stack_rule, check=True, host=True, save=(),
               backward=lambda g, ts, dim, out: [reduce_grad(g.select(dim, i), t)
                                                 for i, t in enumerate(ts)])

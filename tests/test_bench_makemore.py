@@ -11,12 +11,6 @@ from autograd_compile.benchmarks import makemore as mm
 from autograd_compile.benchmarks.systems import torch_available
 
 COMPILED = ("acg-ca", "acg-compile", "acg-compile-step")
-# llama2.c's forward leaves its loss on the module (self.last_loss): the whole-step compile
-# cannot hold a tensor stored on a module attribute, and runs that step eagerly
-_KNOWN_EAGER = {("llama", "acg-compile-step"):
-                "the whole-step compile runs a step that stores a tensor on a module eagerly"}
-
-
 # the two with the largest programs (compiles: ~10 s each here) run under ACG_SLOW=1
 _HEAVY = ("gru", "transformer")
 
@@ -52,12 +46,9 @@ def test_losses_train_and_agree_with_the_oracles(result: mm.ModelResult) -> None
 
 @pytest.mark.parametrize("system", ("acg-compile", "acg-compile-step"))
 def test_compiled_systems_never_run_eagerly(result: mm.ModelResult, system: str) -> None:
-    known = _KNOWN_EAGER.get((result.name, system))
-    eager = result.results[system].counters.get("compile_eager_runs", 0)
-    if known:
-        assert eager > 0  # still the known fallback; the day it goes, drop it from the list
-        pytest.xfail(known)
-    assert eager == 0
+    # (llama2.c's forward leaves its loss on the module, self.last_loss: the whole step
+    # holds it as a program output)
+    assert result.results[system].counters.get("compile_eager_runs", 0) == 0
 
 
 def test_both_libraries_get_the_same_batches_and_parameters() -> None:

@@ -441,3 +441,80 @@ def test_a_failed_trace_is_not_repeated_each_call() -> None:
     for i in range(3):
         step(*data(i))
     assert (counters["traces"], counters["eager_runs"]) == (1, 3), dict(counters)
+
+
+class _LossOnModule(nn.Module):
+    """llama2.c's pattern: the forward leaves its loss on the module."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = _mlp()
+        self.last_loss = None
+
+    def forward(self, x: acg.Tensor, y: acg.Tensor) -> acg.Tensor:
+        logits = self.net(x)
+        self.last_loss = nn.functional.cross_entropy(logits, y)
+        return logits
+
+
+def test_loss_stored_on_the_module_is_a_program_output() -> None:
+    """``self.last_loss = ...`` inside the step: one program per step, and after each call
+    the module holds the real loss (not a tracer), as eager leaves it."""
+    def step_of(model: nn.Module, opt: Any) -> Callable:
+        def step(x, y):
+            model(x, y)
+            model.last_loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return model.last_loss
+        return step
+    acg.manual_seed(0)
+    m1 = _LossOnModule()
+    m2 = _LossOnModule()
+    m2.load_state_dict(m1.state_dict())
+    o1 = acg.optim.AdamW(m1.parameters(), lr=1e-2)
+    o2 = acg.optim.AdamW(m2.parameters(), lr=1e-2)
+    eager, compiled = step_of(m1, o1), acg.compile(step_of(m2, o2), fullgraph=True)
+    acg.aot.reset()
+    data = _classes((6,))
+    for i in range(5):
+        x, y = data(i)
+        l1, l2 = eager(x, y), compiled(x, y)
+        assert type(m2.last_loss._data) is type(m1.last_loss._data)  # a real array
+        assert float(m2.last_loss) == float(l2)
+        assert abs(float(l1) - float(l2)) <= 1e-5, f"step {i}: loss"
+        _assert_same(m1, o1, m2, o2, f"step {i}")
+    assert counters["eager_runs"] == 0 and counters["traces"] <= 2
+
+
+def test_a_step_one_call_away_is_still_a_step() -> None:
+    """``def outer(x): return train(x)``: the optimizer and backward reached through a user
+    function the step calls make it a whole step (not a forward compile that would run the
+    user's backward inside its trace)."""
+    acg.manual_seed(0)
+    m1, m2 = _mlp(), _mlp()
+    m2.load_state_dict(m1.state_dict())
+    o1 = acg.optim.SGD(m1.parameters(), lr=0.1, momentum=0.9)
+    o2 = acg.optim.SGD(m2.parameters(), lr=0.1, momentum=0.9)
+
+    def inner(x, y):
+        loss = nn.functional.cross_entropy(m2(x), y)
+        loss.backward()
+        o2.step()
+        o2.zero_grad()
+        return loss
+
+    def outer(x, y):
+        return inner(x, y)
+    compiled = acg.compile(outer, fullgraph=True)
+    acg.aot.reset()
+    data = _classes((6,))
+    for i in range(4):
+        x, y = data(i)
+        loss = nn.functional.cross_entropy(m1(x), y)
+        loss.backward()
+        o1.step()
+        o1.zero_grad()
+        assert abs(float(loss) - float(compiled(x, y))) <= 1e-5
+        _assert_same(m1, o1, m2, o2, f"step {i}")
+    assert counters["eager_runs"] == 0 and counters["traces"] <= 2

@@ -64,7 +64,7 @@ class CompiledFunction:
         # a training step (it reaches an optimizer or calls backward): one program per step
         self._whole = WholeStep(self, _referenced, CACHE_SIZE_LIMIT, Unsupported,
                                 ModuleState) if module is None and \
-            wants_whole_step(fn, _referenced(fn)) else None
+            wants_whole_step(fn, _referenced) else None
         _LIVE.add(self)
 
     # -- the hot path ----------------------------------------------------------------------

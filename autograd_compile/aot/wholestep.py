@@ -27,8 +27,9 @@
 What cannot be one program makes the whole call run eagerly, logged once with the
 reason and the source line (``fullgraph=True`` raises): ``.item()`` or a branch on a
 tensor value, a Python hook that is not ``compiled_autograd.pure_hook`` on a parameter
-or module (splitting the step at the backward is not implemented), a tensor stored on
-a module attribute, a scheduler stepped between two optimizer steps.
+or module (splitting the step at the backward is not implemented), a scheduler stepped
+between two optimizer steps. A tensor the step stores on a module (llama2.c's
+``self.last_loss = loss``) is a program output, stored there after each call.
 
 >>> import autograd_compile as acg
 >>> model = acg.nn.Linear(3, 1)
@@ -68,12 +69,42 @@ from .tree import flatten, flatten_call, unflatten
 _TRACING = threading.local()
 
 
-def wants_whole_step(fn: Callable, referenced: list[Any]) -> bool:
-    """A function that reaches an optimizer, or calls ``backward`` itself, is a step."""
-    referenced = referenced + list(getattr(fn, "__defaults__", None) or ())
-    if any(isinstance(v, (Optimizer, LRScheduler)) for v in referenced):
+def wants_whole_step(fn: Callable, referenced: Callable[[Callable], list[Any]]) -> bool:
+    """A function that reaches an optimizer, or calls ``backward``, itself or through the
+    plain Python functions it calls by name (``def step(x): return train(x)``), is a step;
+    ``referenced(fn)`` lists what a function reads from its closure and globals."""
+    values, codes = reached(fn, referenced)
+    if any(isinstance(v, (Optimizer, LRScheduler)) for v in values):
         return True
-    return "backward" in _names(getattr(fn, "__code__", None))
+    return any("backward" in _names(c) for c in codes)
+
+
+def reached(fn: Callable, referenced: Callable[[Callable], list[Any]], depth: int = 3
+            ) -> tuple[list[Any], list[Any]]:
+    """(the values ``fn`` reads: closure, globals, defaults; and those of the user's own
+    functions it reads, ``depth`` levels deep), and the code objects walked."""
+    values: list[Any] = []
+    codes: list[Any] = []
+    seen: set[int] = set()
+
+    def walk(f: Callable, depth: int) -> None:
+        seen.add(id(f))
+        codes.append(getattr(f, "__code__", None))
+        mine = referenced(f) + list(getattr(f, "__defaults__", None) or ()) + \
+            list((getattr(f, "__kwdefaults__", None) or {}).values())
+        values.extend(mine)
+        for v in mine:
+            if depth > 1 and isinstance(v, types.FunctionType) and id(v) not in seen and \
+                    _user_code(v):
+                walk(v, depth - 1)
+    walk(fn, depth)
+    return values, codes
+
+
+def _user_code(fn: types.FunctionType) -> bool:
+    """Not ours nor a library's: only the user's own helpers are looked into."""
+    module = getattr(fn, "__module__", "") or ""
+    return not module.startswith(("autograd_compile", "jax", "numpy", "torch"))
 
 
 def _names(code: Any) -> set[str]:
@@ -209,10 +240,8 @@ class WholeStep:
     def _view(self, args: tuple, kwargs: dict) -> _View:
         """The modules, optimizers and tensors the step reaches: its closure, the globals it
         names, its defaults and its (non-tensor) arguments."""
-        fn = self.owner._fn
-        found = self.referenced(fn) + list(getattr(fn, "__defaults__", None) or ()) + \
-            list((getattr(fn, "__kwdefaults__", None) or {}).values()) + \
-            _objects(args) + _objects(tuple(kwargs.values()))
+        found = reached(self.owner._fn, self.referenced)[0] + _objects(args) + \
+            _objects(tuple(kwargs.values()))
         ms = self.modules
         last = self._last
         if last is not None and len(found) == len(last[0]) and \
@@ -262,7 +291,9 @@ class WholeStep:
             view = view.again()
         jitted, compiled = entry.program
         outs = (compiled if first else jitted)(*view.inputs(leaves, _key(meta["keys"])))
-        res, datas, grads, states, lifted = outs
+        res, datas, grads, states, lifted, stored = outs
+        for (m, k), a in zip(meta["stored"], stored):  # what the step stored on a module
+            m.__dict__[k] = _make(a)
         for t, a, changed in zip(view.lifted, lifted, meta["lifted"]):
             if changed:
                 t._data = a
@@ -429,7 +460,7 @@ def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry) -> Callable:
             with _ConstGuard(entry.consts, known):
                 out = fn(*args, **kwargs)
             outs, out_spec = flatten(out, keyed=False)
-            _check_leaks(view, snap)
+            stored = _stored(view, snap)
             res = []
             for o in outs:
                 if isinstance(o, Tensor):
@@ -465,7 +496,9 @@ def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry) -> Callable:
                 before=before, after=after, keys=draws[0])
             new_lifted = [t._data for t in view.lifted]
             entry.meta["lifted"] = [a is not d for a, d in zip(new_lifted, lifted)]
-            return (res, new_datas, new_grads, state_out, new_lifted)
+            entry.meta["stored"] = [(m, k) for m, k, _ in stored]
+            return (res, new_datas, new_grads, state_out, new_lifted,
+                    [t._data for *_, t in stored])
 
     return body
 
@@ -568,14 +601,18 @@ def _check_hooks(view: _View) -> None:
                                        "pure_hook")
 
 
-def _check_leaks(view: _View, snap: dict) -> None:
-    """A tensor the step stores on a module would keep a tracer: not supported here."""
+def _stored(view: _View, snap: dict) -> list[tuple[Module, str, Tensor]]:
+    """Tensors the step stored on a module (llama2.c's ``self.last_loss = ...``): taken
+    off the module (they hold tracers) and returned, to become program outputs that are
+    stored there, as real tensors, after each call."""
+    stored = []
     for m, before in snap["mods"]:
-        for k, v in m.__dict__.items():
+        for k, v in list(m.__dict__.items()):
             if isinstance(v, Tensor) and isinstance(v._data, jax.core.Tracer) and \
                     before.get(k) is not v:
                 if k in before:
                     m.__dict__[k] = before[k]
                 else:
                     del m.__dict__[k]
-                raise NotTraceable(f"the step stores a tensor on {type(m).__name__}.{k}")
+                stored.append((m, k, v))
+    return stored
