@@ -27,8 +27,10 @@ def _direct() -> Callable[[np.ndarray], Any] | None:
     try:
         from jax._src import config, core
         from jax._src.interpreters import pxla
+        from jax._src.lib import xla_client
         from jax.sharding import SingleDeviceSharding
-    except ImportError:  # pragma: no cover - another jax layout
+        transfer = xla_client.batched_device_put  # what pxla's wrapper calls for numpy input
+    except (ImportError, AttributeError):  # pragma: no cover - another jax layout
         return None
 
     avals: dict[tuple, Any] = {}  # (shape, dtype) -> aval: building one costs ~1.5 us
@@ -44,8 +46,7 @@ def _direct() -> Callable[[np.ndarray], Any] | None:
         sharding = shardings.get(device)
         if sharding is None:
             sharding = shardings[device] = SingleDeviceSharding(device)
-        return pxla.batched_device_put(aval, sharding, [a], [device], committed=False,
-                                       enable_x64=config.enable_x64.value)
+        return transfer(aval, sharding, [a], [device], False, enable_x64=config.enable_x64.value)
     try:  # the same array jax.device_put makes: value, dtype, device, uncommitted
         probe = np.arange(6, dtype=np.int64).reshape(2, 3)
         ours, theirs = put(probe), jax.device_put(probe)
