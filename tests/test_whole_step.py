@@ -267,20 +267,13 @@ def test_python_hook_fullgraph_raises() -> None:
         acg.compile(step, fullgraph=True)(*_classes((6,))(0))
 
 
-def test_data_dependent_python_falls_back(caplog: pytest.LogCaptureFixture) -> None:
-    """``.item()`` in a branch: the call runs eagerly (and stays exact), logged once with
-    the exception text and the user's line."""
-    def run(compiled: bool):
+def _falls_back(make_step: Callable, caplog: pytest.LogCaptureFixture) -> list[str]:
+    """Three steps of ``make_step(model, opt)`` under ``acg.compile`` and eagerly, from one
+    seed: the parameters agree (the fallback is exact); the "eagerly" log lines."""
+    def run(compiled: bool) -> list:
         acg.manual_seed(0)
         m = _mlp()
-        opt = acg.optim.SGD(m.parameters(), lr=0.1)
-
-        def step(x, y):
-            loss = nn.functional.cross_entropy(m(x), y)
-            if loss.item() > 0.0:
-                loss.backward()
-            opt.step()
-            opt.zero_grad()
+        step = make_step(m, acg.optim.SGD(m.parameters(), lr=0.1))
         fn = acg.compile(step) if compiled else step
         data = _classes((6,))
         for i in range(3):
@@ -291,7 +284,21 @@ def test_data_dependent_python_falls_back(caplog: pytest.LogCaptureFixture) -> N
         got = run(True)
     for a, b in zip(run(False), got):
         np.testing.assert_allclose(a, b, atol=TOL)
-    msgs = [r.getMessage() for r in caplog.records if "eagerly" in r.getMessage()]
+    return [r.getMessage() for r in caplog.records if "eagerly" in r.getMessage()]
+
+
+def test_data_dependent_python_falls_back(caplog: pytest.LogCaptureFixture) -> None:
+    """``.item()`` in a branch: the call runs eagerly (and stays exact), logged once with
+    the exception text and the user's line."""
+    def make_step(m: nn.Module, opt: Any) -> Callable:
+        def step(x, y):
+            loss = nn.functional.cross_entropy(m(x), y)
+            if loss.item() > 0.0:
+                loss.backward()
+            opt.step()
+            opt.zero_grad()
+        return step
+    msgs = _falls_back(make_step, caplog)
     assert len(msgs) == 1 and "loss.item()" in msgs[0] and "Error" in msgs[0], msgs
 
 
@@ -341,10 +348,7 @@ def test_dropout_draws_fresh_keys() -> None:
 def test_grad_scaler_step_runs_eagerly_with_reason(caplog: pytest.LogCaptureFixture) -> None:
     """GradScaler.step reads found_inf with .item() (a Python branch): not traced yet, so
     the call runs eagerly, exactly, logged once with the exception and the line."""
-    def run(compiled: bool):
-        acg.manual_seed(0)
-        m = _mlp()
-        opt = acg.optim.SGD(m.parameters(), lr=0.1)
+    def make_step(m: nn.Module, opt: Any) -> Callable:
         scaler = acg.amp.GradScaler("cpu", init_scale=4.0)
 
         def step(x, y):
@@ -352,17 +356,8 @@ def test_grad_scaler_step_runs_eagerly_with_reason(caplog: pytest.LogCaptureFixt
             scaler.step(opt)
             scaler.update()
             opt.zero_grad()
-        fn = acg.compile(step) if compiled else step
-        data = _classes((6,))
-        for i in range(3):
-            fn(*data(i))
-        return [p.detach().numpy() for p in m.parameters()]
-    acg.aot.reset()
-    with caplog.at_level(logging.WARNING, logger="autograd_compile"):
-        got = run(True)
-    for a, b in zip(run(False), got):
-        np.testing.assert_allclose(a, b, atol=TOL)
-    msgs = [r.getMessage() for r in caplog.records if "eagerly" in r.getMessage()]
+        return step
+    msgs = _falls_back(make_step, caplog)
     assert len(msgs) == 1 and "grad_scaler.py" not in msgs[0] and "Error" in msgs[0], msgs
     assert counters["eager_runs"] == 3
 
