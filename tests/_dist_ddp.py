@@ -6,7 +6,6 @@ Oracle: the same model trained on one device over the global batch (plain eager)
 """
 from __future__ import annotations
 
-import contextlib
 import itertools
 import sys
 
@@ -18,7 +17,7 @@ import autograd_compile as acg
 import autograd_compile.distributed as dist
 from autograd_compile.nn import functional as F
 from autograd_compile.nn.parallel import DistributedDataParallel as DDP
-from _dist_run import emit
+from _dist_run import emit, mode_ctx
 
 STEPS, BATCH = 3, 32
 
@@ -34,10 +33,6 @@ def data(step: int) -> tuple[np.ndarray, np.ndarray]:
             rng.standard_normal((BATCH, 8)).astype(np.float32))
 
 
-def mode_ctx(mode: str) -> contextlib.AbstractContextManager:
-    if mode == "eager":
-        return contextlib.nullcontext()
-    return acg.compiled_autograd.enable(mode.split("-", 1)[1])
 
 
 def jax_grads(params: dict, x: np.ndarray, y: np.ndarray) -> dict:

@@ -10,7 +10,6 @@ target caught by the rank that holds it, and a few steps of SGD/Adam/AdamW with
 """
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import sys
@@ -22,7 +21,7 @@ import autograd_compile as acg
 import autograd_compile.distributed as dist
 from autograd_compile.nn import functional as F
 from autograd_compile.nn.parallel import DistributedDataParallel as DDP
-from _dist_run import emit
+from _dist_run import emit, mode_ctx
 
 BATCH, C = 8, 4  # global batch; 2 processes x 2 devices: 2 rows per device
 
@@ -165,10 +164,6 @@ def reads(rank: int, world: int) -> dict:
     return out
 
 
-def mode_ctx(mode: str) -> contextlib.AbstractContextManager:
-    if mode == "eager":
-        return contextlib.nullcontext()
-    return acg.compiled_autograd.enable(mode.split("-", 1)[1])
 
 
 def train(rank: int, world: int, mode: str, opt_name: str) -> dict:

@@ -5,6 +5,7 @@ runs in a subprocess; the script prints one ``RESULT <json>`` line the test read
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -27,6 +28,15 @@ def child_env(devices: int, **extra: str) -> dict[str, str]:
     env["JAX_PLATFORMS"] = "cpu"
     env.update(extra)
     return env
+
+
+def mode_ctx(mode: str) -> contextlib.AbstractContextManager:
+    """The execution mode a script's step runs in: "eager", or "compiled-<backend>" (the
+    backward under ``compiled_autograd.enable(backend)``)."""
+    if mode == "eager":
+        return contextlib.nullcontext()
+    import autograd_compile as acg  # only the scripts use it: the tests' import stays light
+    return acg.compiled_autograd.enable(mode.split("-", 1)[1])
 
 
 def alive(pid: int) -> bool:

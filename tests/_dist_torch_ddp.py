@@ -4,7 +4,6 @@ model trained in this process on the global batch. Also ``no_sync`` gradient
 accumulation and the error for a parameter that gets no gradient."""
 from __future__ import annotations
 
-import contextlib
 import os
 
 import numpy as np
@@ -13,7 +12,7 @@ import autograd_compile as acg
 import autograd_compile.distributed as dist
 from autograd_compile.nn import functional as F
 from autograd_compile.nn.parallel import DistributedDataParallel as DDP
-from _dist_run import emit
+from _dist_run import emit, mode_ctx
 
 BATCH, STEPS = 8, 3
 
@@ -29,9 +28,6 @@ def batch(step: int) -> tuple[np.ndarray, np.ndarray]:
             rng.integers(0, 3, BATCH).astype(np.int64))
 
 
-def mode_ctx(mode: str) -> contextlib.AbstractContextManager:
-    return contextlib.nullcontext() if mode == "eager" else \
-        acg.compiled_autograd.enable(mode.split("-", 1)[1])
 
 
 def train(mode: str, rank: int, world: int, accumulate: bool = False) -> float:
