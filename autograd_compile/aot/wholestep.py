@@ -63,6 +63,7 @@ from ..optim.optimizer import Optimizer, _as_floats
 from ..optim._lr_base import LRScheduler
 from ..tensor import Tensor, _make
 from .program import counters
+from .split import Routers, hook_token, impure_hook, run_split
 from .trace import NotTraceable, _describe
 from .tree import flatten, flatten_call, unflatten
 
@@ -178,7 +179,8 @@ class _View:
                 tuple([(_meta(t._data), t._requires_grad) for t in self.lifted]),
                 tuple([_meta(v._data) for *_, v in self.state]), grads, fixed,
                 tuple([len(v) if isinstance(v, tuple) else -1 for hs in self.hypers
-                       for h in hs for v in h.values()]))
+                       for h in hs for v in h.values()]),
+                hook_token(self.tensors, self.modules))
 
     def inputs(self, leaves: list[Tensor], key: Any) -> tuple:
         return ([t._data for t in leaves], [t._data for t in self.tensors],
@@ -196,6 +198,8 @@ class WholeStep:
         self.referenced, self.limit, self.unsupported = referenced, limit, unsupported
         self.entries: list[_Entry] = []
         self.failed: list[tuple[tuple, str]] = []  # guards whose trace failed, and why
+        self.split: list[tuple[tuple, str]] = []  # guards under which the step runs split
+        self.routers = Routers(lambda m, name: _compiled_forward(owner, m, name))
         self.modules = module_state(lambda: [])
         self._last: tuple | None = None  # (found objects, view, module tensors, state token)
 
@@ -220,6 +224,12 @@ class WholeStep:
         for failed, why in self.failed:  # traced before and failed: eager, not traced again
             if failed == sig:
                 return self._eager(why, args, kwargs)
+        for split, why in self.split:  # a Python hook: split at the backward, never traced
+            if split == sig:
+                return self._split(why, view, args, kwargs)
+        why = None if view.ddps else impure_hook(view.tensors, view.modules)
+        if why is not None:  # known before tracing: no trace is spent on it
+            return self._remember_split(sig, why, view, args, kwargs)
         if self.entries:
             counters["retraces"] += 1
         if len(self.entries) >= limit:
@@ -230,12 +240,44 @@ class WholeStep:
         entry.program = jax.jit(_body(owner._fn, spec, view, entry), donate_argnums=(1, 2, 3))
         try:
             out = self._run(entry, view, leaves, args, kwargs, first=True)
+        except _Hooked as e:  # a hook registered while the step ran
+            if not view.ddps:
+                return self._remember_split(sig, str(e), view, args, kwargs)
+            self.failed.append((sig, str(e)))
+            return self._eager(str(e), args, kwargs)
         except NotTraceable as e:
             if len(self.failed) < limit:
                 self.failed.append((sig, str(e)))
             return self._eager(str(e), args, kwargs)
         self.entries.insert(0, entry)
         return out
+
+    def _remember_split(self, sig: tuple, why: str, view: _View, args: tuple,
+                        kwargs: dict) -> Any:
+        if len(self.split) < self.limit:
+            self.split.append((sig, why))
+        return self._split(why, view, args, kwargs)
+
+    def _split(self, why: str, view: _View, args: tuple, kwargs: dict) -> Any:
+        """The step split at the backward (:mod:`.split`): forwards compiled per module,
+        the backward under compiled autograd with every hook in place, the optimizer as
+        eager. ``fullgraph=True`` raises instead."""
+        owner = self.owner
+        if owner.fullgraph:
+            raise self.unsupported(f"acg.compile(fullgraph=True): {owner.__qualname__} cannot be "
+                                   f"traced into one step program: {why}")
+        owner._warn_once(why, f"acg.compile: splitting {owner.__qualname__} at the backward "
+                         f"(forward compiled per module, backward under compiled autograd, "
+                         f"optimizer eager): {why}")
+        counters["split_runs"] += 1
+        return run_split(owner._fn, args, kwargs, self.routers.get(view.modules))
+
+    def reset(self) -> None:
+        """Forget every trace and every fallback decision."""
+        self.entries.clear()
+        self.failed.clear()
+        self.split.clear()
+        self.routers.clear()
 
     def _view(self, args: tuple, kwargs: dict) -> _View:
         """The modules, optimizers and tensors the step reaches: its closure, the globals it
@@ -581,24 +623,24 @@ def _swapped(view: _View, datas: list, grads: list, states: list, hypers: list,
                 g.update(saved)
 
 
+def _compiled_forward(owner: Any, module: Module, name: str) -> Callable:
+    """``acg.compile`` of one module's forward, as the step was compiled (its ``dynamic``),
+    never ``fullgraph`` (a module that cannot be traced runs eagerly, logged once)."""
+    cf = type(owner)(module.forward, owner.dynamic, False, module=module)
+    cf.__qualname__ = name
+    return cf
+
+
 def _check_hooks(view: _View) -> None:
-    """Python hooks would run once, at the trace: only pure ones may be traced in."""
-    for t in view.tensors:
-        for hooks in (t._backward_hooks, t._post_acc_hooks):
-            for h in (hooks or {}).values():
-                if not getattr(h, "_acg_pure", False):
-                    raise NotTraceable(
-                        f"a Python hook ({getattr(h, '__qualname__', h)}) on a parameter of "
-                        f"shape {tuple(t.shape)} is not compiled_autograd.pure_hook; splitting "
-                        "the step at the backward is not implemented")
-    for m in view.modules:
-        for name in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
-                     "_backward_pre_hooks"):
-            for h in (getattr(m, name, None) or {}).values():
-                if not getattr(h, "_acg_pure", False):
-                    raise NotTraceable(f"a Python module hook ({getattr(h, '__qualname__', h)}) "
-                                       f"on {type(m).__name__} is not compiled_autograd."
-                                       "pure_hook")
+    """Python hooks would run once, at the trace: only pure ones may be traced in; any other
+    splits the step at the backward (:mod:`.split`)."""
+    why = impure_hook(view.tensors, view.modules)
+    if why is not None:
+        raise _Hooked(why)
+
+
+class _Hooked(NotTraceable):
+    """A hook that is not ``pure_hook``: the step runs split at the backward."""
 
 
 def _stored(view: _View, snap: dict) -> list[tuple[Module, str, Tensor]]:
