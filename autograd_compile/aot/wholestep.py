@@ -24,11 +24,22 @@
    A tensor the function reads that is none of the above (a closure's mask) is
    held by the program as a constant, guarded by identity: rebinding it retraces.
 
-What cannot be one program makes the whole call run eagerly, logged once with the
+Hooks marked ``compiled_autograd.pure_hook`` are traced into the program. Any other Python
+hook on a parameter (``register_hook``, ``register_post_accumulate_grad_hook``) or on a
+module the step reaches (forward, forward pre-, full backward and backward pre-hooks)
+**splits the step at the backward** (:mod:`.split`), logged once with the hook's name
+(``fullgraph=True`` raises): the step's Python runs, each module's forward through its own
+``acg.compile`` program (a module with an impure hook below it runs its forward eagerly, its
+hook-free children compiled), ``loss.backward()`` under ``compiled_autograd.enable("jax")``
+(every hook a host call at its eager place, as often and in eager's order), the optimizer as
+eager (its update is one program). The decision is known before any trace (no step trace is
+spent on it) and kept per guard set; which hooks are registered is guarded, so removing the
+hook makes the step one program again.
+
+What cannot be one program otherwise makes the whole call run eagerly, logged once with the
 reason and the source line (``fullgraph=True`` raises): ``.item()`` or a branch on a
-tensor value, a Python hook that is not ``compiled_autograd.pure_hook`` on a parameter
-or module (splitting the step at the backward is not implemented), a scheduler stepped
-between two optimizer steps. A tensor the step stores on a module (llama2.c's
+tensor value, a scheduler stepped between two optimizer steps, a Python hook together with
+DistributedDataParallel. A tensor the step stores on a module (llama2.c's
 ``self.last_loss = loss``) is a program output, stored there after each call.
 
 >>> import autograd_compile as acg
