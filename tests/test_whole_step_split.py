@@ -269,3 +269,26 @@ def test_docstring_examples_run() -> None:
     from autograd_compile.aot import split
     result = doctest.testmod(split)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_module_hook_registered_after_the_program_splits_the_step() -> None:
+    """Module hook registries are guarded too: a forward hook added after the step became
+    one program is not lost; the next call splits and runs it."""
+    acg.manual_seed(0)
+    m = acg.nn.Sequential(acg.nn.Linear(6, 16), acg.nn.Tanh(), acg.nn.Linear(16, 3))
+    opt = acg.optim.SGD(m.parameters(), lr=0.1)
+    seen: list = []
+
+    @acg.compile
+    def step(x, y):
+        opt.zero_grad()
+        acg.nn.functional.cross_entropy(m(x), y).backward()
+        opt.step()
+    acg.aot.reset()
+    data = _batches(acg)
+    step(*data[0])
+    step(*data[1])
+    assert counters["split_runs"] == counters["eager_runs"] == 0 and step._whole.entries
+    m[2].register_forward_hook(lambda mod, args, out: seen.append(tuple(out.shape)))
+    step(*data[2])
+    assert seen == [(8, 3)] and counters["split_runs"] == 1

@@ -28,6 +28,7 @@ The routing lasts for the call only: outside the step every module is what it wa
 from __future__ import annotations
 
 import contextlib
+import operator
 import threading
 from typing import Any, Callable, Iterator
 
@@ -36,6 +37,7 @@ from ..dispatch.keys import TLS
 from ..nn.modules import Module
 
 _HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks", "_backward_pre_hooks")
+_BW, _ACC = operator.attrgetter("_backward_hooks"), operator.attrgetter("_post_acc_hooks")
 _MISSING = object()
 
 
@@ -73,13 +75,31 @@ def impure_hook(tensors: list, modules: list[Module]) -> str | None:
     return None
 
 
-def hook_token(tensors: list, modules: list[Module]) -> tuple:
-    """Which hooks are registered (their handle ids): a guard, so registering or removing a
-    hook after a trace makes the step decide again (one program, or split)."""
-    return (tuple([(tuple(t._backward_hooks) if t._backward_hooks else (),
-                    tuple(t._post_acc_hooks) if t._post_acc_hooks else ()) for t in tensors]),
-            tuple([tuple([tuple(d) if (d := getattr(m, a, None)) else () for a in _HOOKS])
-                   for m in modules]))
+def hook_dicts(modules: list[Module]) -> list[dict]:
+    """The hook registries of ``modules`` (the same objects for a module's lifetime)."""
+    return [d for m in modules for a in _HOOKS if (d := m.__dict__.get(a)) is not None]
+
+
+def hook_token(tensors: list, dicts: list[dict]) -> tuple:
+    """Which hooks are registered (their handle ids) on ``tensors`` and in the module hook
+    registries ``dicts``: a guard, so registering or removing a hook after a trace makes the
+    step decide again (one program, or split). ``()`` when there are none, found at C speed
+    (the step's hot path).
+
+    >>> import autograd_compile as acg
+    >>> lin = acg.nn.Linear(2, 1)
+    >>> ps, ds = list(lin.parameters()), hook_dicts([lin])
+    >>> hook_token(ps, ds)
+    ()
+    >>> h = lin.bias.register_hook(lambda g: g)
+    >>> hook_token(ps, ds) != ()
+    True
+    """
+    if not (any(map(_BW, tensors)) or any(map(_ACC, tensors)) or any(dicts)):
+        return ()
+    return (tuple([(i, tuple(t._backward_hooks or ()), tuple(t._post_acc_hooks or ()))
+                   for i, t in enumerate(tensors) if t._backward_hooks or t._post_acc_hooks]),
+            tuple([(i, tuple(d)) for i, d in enumerate(dicts) if d]))
 
 
 def _name(h: Any) -> str:

@@ -74,7 +74,7 @@ from ..optim.optimizer import Optimizer, _as_floats
 from ..optim._lr_base import LRScheduler
 from ..tensor import Tensor, _make
 from .program import counters
-from .split import Routers, hook_token, impure_hook, run_split
+from .split import Routers, hook_dicts, hook_token, impure_hook, run_split
 from .trace import NotTraceable, _describe
 from .tree import flatten, flatten_call, unflatten
 
@@ -143,6 +143,7 @@ class _View:
     def __init__(self, modules: list[Module], module_tensors: list[Tensor], opts: list,
                  lifted: list[Tensor]) -> None:
         self.opts, self.modules = opts, modules
+        self.hook_dicts = hook_dicts(modules)
         # DistributedDataParallel wrappers among them (found once: the step's hot path)
         self.ddps = [m for m in modules if hasattr(m, "spmd") and hasattr(m, "_to_mesh")]
         tensors = list(module_tensors)
@@ -168,8 +169,9 @@ class _View:
     def again(self) -> "_View":
         """The same objects, hyperparameters re-read (a scheduler or the user changed them)."""
         v = object.__new__(_View)
-        v.opts, v.modules, v.tensors, v.lifted, v.state, v.ddps = \
-            self.opts, self.modules, self.tensors, self.lifted, self.state, self.ddps
+        v.opts, v.modules, v.tensors, v.lifted, v.state, v.ddps, v.hook_dicts = \
+            self.opts, self.modules, self.tensors, self.lifted, self.state, self.ddps, \
+            self.hook_dicts
         if "fixed" in self.__dict__:
             v.fixed = self.fixed
         v.hypers = [[{n: _as_floats(g[n]) for n in type(o)._hyper} for g in o.param_groups]
@@ -191,7 +193,7 @@ class _View:
                 tuple([_meta(v._data) for *_, v in self.state]), grads, fixed,
                 tuple([len(v) if isinstance(v, tuple) else -1 for hs in self.hypers
                        for h in hs for v in h.values()]),
-                hook_token(self.tensors, self.modules))
+                hook_token(self.tensors, self.hook_dicts))
 
     def inputs(self, leaves: list[Tensor], key: Any) -> tuple:
         return ([t._data for t in leaves], [t._data for t in self.tensors],
