@@ -247,7 +247,9 @@ def _hooked_step() -> tuple:
     return step, seen
 
 
-def test_python_hook_runs_eagerly_with_log(caplog: pytest.LogCaptureFixture) -> None:
+def test_python_hook_splits_the_step_with_log(caplog: pytest.LogCaptureFixture) -> None:
+    """A Python hook splits the step at the backward (tests/test_whole_step_split.py): the
+    hook runs every call, logged once, nothing runs fully eagerly."""
     step, seen = _hooked_step()
     fn = acg.compile(step)
     acg.aot.reset()
@@ -256,9 +258,9 @@ def test_python_hook_runs_eagerly_with_log(caplog: pytest.LogCaptureFixture) -> 
         for i in range(3):
             fn(*data(i))
     assert len(seen) == 3  # the hook ran every call, in Python
-    msgs = [r.getMessage() for r in caplog.records if "eagerly" in r.getMessage()]
+    msgs = [r.getMessage() for r in caplog.records if "at the backward" in r.getMessage()]
     assert len(msgs) == 1 and "pure_hook" in msgs[0]
-    assert counters["eager_runs"] == 3
+    assert counters["split_runs"] == 3 and counters["eager_runs"] == 0
 
 
 def test_python_hook_fullgraph_raises() -> None:

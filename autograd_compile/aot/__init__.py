@@ -50,6 +50,9 @@ program; this package does the same for the *forward*, the analog of
    calls ``backward`` is traced differently: it runs once under ``jax.jit`` with the real
    parameters, grads and optimizer state holding tracers, so forward, backward, clipping
    and the update are one program whose state is donated and written back per call.
+   A Python hook that is not ``pure_hook`` splits the step at the backward
+   (:mod:`.split`): forwards compiled per module, the backward under compiled autograd
+   with the hook in place, the optimizer as eager.
 
 What cannot be traced faithfully (``.item()``, ``.numpy()``, Python branches
 on tensor values, hooks registered inside, ``.data`` assignments) makes that

@@ -175,8 +175,7 @@ class CompiledFunction:
     def _reset(self) -> None:
         self._entries.clear()
         if self._whole is not None:
-            self._whole.entries.clear()
-            self._whole.failed.clear()
+            self._whole.reset()
         self._auto.clear()
         self._warned.clear()
 

@@ -102,7 +102,8 @@ def partition(joint: Joint) -> Parts:
     bw_nodes = in_bw | recompute
     size_nodes, subst = _backward_sizes(bw_nodes, sizes, saved, joint)
     saved |= {src for src, _ in subst.values() if src not in joint.tangents}
-    guards = [joint.primals[i].node for i in joint.grad_primals] if grads else []
+    # in primal order (grad_primals follows eager's backward order): stable placeholders
+    guards = [joint.primals[i].node for i in sorted(joint.grad_primals)] if grads else []
     order = {n: i for i, n in enumerate(nodes)}
     saved_list = sorted(saved, key=order.__getitem__)
     saved_list += [n for n in guards if n not in saved]  # read only by once_differentiable

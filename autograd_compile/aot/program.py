@@ -40,11 +40,13 @@ class Counters(dict):
     """traces (joint traces), compiles (XLA programs built, forward and backward),
     cache_hits, retraces (guard misses that traced again), eager_runs (calls that ran
     the function eagerly: not traceable, or past the cache size limit), eager_shapes
-    (program calls run op by op at a shape not worth compiling yet, see :class:`Tiered`)."""
+    (program calls run op by op at a shape not worth compiling yet, see :class:`Tiered`),
+    split_runs (training-step calls split at the backward by a Python hook, see
+    :mod:`.split`)."""
 
     def __init__(self) -> None:
         super().__init__(traces=0, compiles=0, cache_hits=0, retraces=0, eager_runs=0,
-                         eager_shapes=0)
+                         eager_shapes=0, split_runs=0)
 
     def clear(self) -> None:
         for k in self:

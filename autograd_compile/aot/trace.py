@@ -18,6 +18,7 @@ reason (the caller runs the region eagerly, or raises under ``fullgraph``).
 from __future__ import annotations
 
 import contextlib
+import heapq
 import os
 import threading
 import traceback
@@ -71,10 +72,15 @@ class Joint:
         self.outputs, self.differentiable, self.out_spec = outputs, differentiable, out_spec
         self.mutations, self.grads, self.sizes = mutations, grads, sizes
         self.sinks: list[Sink] = []  # where the outputs after the returned ones are stored
+        self.grad_order: list[int] | None = None  # grad primals, in eager's order (below)
 
     @property
     def grad_primals(self) -> list[int]:
-        """Indices of the primals that get a gradient (the backward node's edges)."""
+        """Indices of the primals that get a gradient (the backward node's edges), in the
+        order an eager backward reaches their accumulators, so the hooks of parameters run
+        in eager's order (``grads`` follows the same order)."""
+        if self.grad_order is not None:
+            return list(self.grad_order)
         return [i for i, p in enumerate(self.primals) if p.requires_grad]
 
 
@@ -192,7 +198,7 @@ def trace_joint(fn: Callable, in_spec: tuple, args: list[Tensor], arg_names: lis
             out_nodes = [tracer.tensor_proxies.get(o).node for o in outs]
             mutations = _mutations(st)
             _check_hooks(st, outs)
-            grads, tangents = _backward(st, outs) if grad else ([], [])
+            grads, tangents, order = _backward(st, outs) if grad else ([], [], None)
     except NotTraceable:
         raise
     except Exception as e:  # data-dependent control flow, .item(), missing symbolic rules...
@@ -207,6 +213,7 @@ def trace_joint(fn: Callable, in_spec: tuple, args: list[Tensor], arg_names: lis
     joint = Joint(tracer.graph, st.primals, tangents, out_nodes, diff, out_spec, mutations,
                   grads, sizes.finalize())
     joint.sinks = [s for s, _ in stored]
+    joint.grad_order = order
     return joint
 
 
@@ -268,23 +275,56 @@ def _check_hooks(st: _State, outs: list[Tensor]) -> None:
                            "inside the region")
 
 
-def _backward(st: _State, outs: list[Tensor]) -> tuple[list[Node | None], list[Node]]:
-    """Our engine's backward over the traced forward, from tangent placeholders."""
+def _backward(st: _State, outs: list[Tensor]
+              ) -> tuple[list[Node | None], list[Node], list[int] | None]:
+    """Our engine's backward over the traced forward, from tangent placeholders: the
+    gradient nodes and the primals they belong to, in eager's order; the tangents."""
     from ..autograd import grad as autograd_grad
     diff = [o for o in outs if o.requires_grad]
     if not diff or not any(p.requires_grad for p in st.primals):
         for p in st.primals:  # nothing to differentiate: no backward node at all
             p.requires_grad = False
-        return [], []
+        return [], [], None
     tangents, nodes = [], []
     for i, o in enumerate(diff):
         t = st.add("tangent", f"tangent{i}", None, tuple(o.shape), o.dtype, False)
         st.primals.pop()  # a tangent is a backward input, not a primal
         tangents.append(t)
         nodes.append(st.tracer.tensor_proxies.get(t).node)
-    inputs = [p.fake for p in st.primals if p.requires_grad]
+    which = [i for i, p in enumerate(st.primals) if p.requires_grad]
+    inputs = [st.primals[i].fake for i in which]
+    order = _eager_order(diff, inputs)
     grads = autograd_grad(diff, inputs, tangents, allow_unused=True)
-    return [None if g is None else st.tracer.tensor_proxies.get(g).node for g in grads], nodes
+    return ([None if grads[k] is None else st.tracer.tensor_proxies.get(grads[k]).node
+             for k in order], nodes, [which[k] for k in order])
+
+
+def _eager_order(outs: list[Tensor], inputs: list[Tensor]) -> list[int]:
+    """Positions of ``inputs`` in the order an eager backward from ``outs`` reaches their
+    accumulators (the engine's walk: later-created nodes first, accumulators in the order
+    they became ready). The region's one backward node hands its gradients on in this
+    order, so parameter hooks run as they would without the region."""
+    root = GraphRoot([gradient_edge(o) for o in outs], [])
+    deps = engine._dependencies(root)[0]
+    at: dict[Any, list[int]] = {}
+    for k, t in enumerate(inputs):
+        node = gradient_edge(t)[0]
+        if node is not None:
+            at.setdefault(node, []).append(k)
+    order: list[int] = []
+    heap, pushed = [(-root.seq, 0, root)], 0
+    while heap:
+        node = heapq.heappop(heap)[2]
+        order += at.pop(node, [])
+        for nxt, _ in node.next_edges:
+            if nxt is None:
+                continue
+            deps[nxt] -= 1
+            if deps[nxt] == 0:
+                pushed += 1
+                heapq.heappush(heap, (-nxt.seq, pushed, nxt))
+    reached = set(order)
+    return order + [k for k in range(len(inputs)) if k not in reached]
 
 
 def _restore_data(st: _State) -> None:

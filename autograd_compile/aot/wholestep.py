@@ -24,11 +24,22 @@
    A tensor the function reads that is none of the above (a closure's mask) is
    held by the program as a constant, guarded by identity: rebinding it retraces.
 
-What cannot be one program makes the whole call run eagerly, logged once with the
+Hooks marked ``compiled_autograd.pure_hook`` are traced into the program. Any other Python
+hook on a parameter (``register_hook``, ``register_post_accumulate_grad_hook``) or on a
+module the step reaches (forward, forward pre-, full backward and backward pre-hooks)
+**splits the step at the backward** (:mod:`.split`), logged once with the hook's name
+(``fullgraph=True`` raises): the step's Python runs, each module's forward through its own
+``acg.compile`` program (a module with an impure hook below it runs its forward eagerly, its
+hook-free children compiled), ``loss.backward()`` under ``compiled_autograd.enable("jax")``
+(every hook a host call at its eager place, as often and in eager's order), the optimizer as
+eager (its update is one program). The decision is known before any trace (no step trace is
+spent on it) and kept per guard set; which hooks are registered is guarded, so removing the
+hook makes the step one program again.
+
+What cannot be one program otherwise makes the whole call run eagerly, logged once with the
 reason and the source line (``fullgraph=True`` raises): ``.item()`` or a branch on a
-tensor value, a Python hook that is not ``compiled_autograd.pure_hook`` on a parameter
-or module (splitting the step at the backward is not implemented), a scheduler stepped
-between two optimizer steps. A tensor the step stores on a module (llama2.c's
+tensor value, a scheduler stepped between two optimizer steps, a Python hook together with
+DistributedDataParallel. A tensor the step stores on a module (llama2.c's
 ``self.last_loss = loss``) is a program output, stored there after each call.
 
 >>> import autograd_compile as acg
@@ -63,6 +74,7 @@ from ..optim.optimizer import Optimizer, _as_floats
 from ..optim._lr_base import LRScheduler
 from ..tensor import Tensor, _make
 from .program import counters
+from .split import Routers, hook_dicts, hook_token, impure_hook, run_split
 from .trace import NotTraceable, _describe
 from .tree import flatten, flatten_call, unflatten
 
@@ -131,6 +143,7 @@ class _View:
     def __init__(self, modules: list[Module], module_tensors: list[Tensor], opts: list,
                  lifted: list[Tensor]) -> None:
         self.opts, self.modules = opts, modules
+        self.hook_dicts = hook_dicts(modules)
         # DistributedDataParallel wrappers among them (found once: the step's hot path)
         self.ddps = [m for m in modules if hasattr(m, "spmd") and hasattr(m, "_to_mesh")]
         tensors = list(module_tensors)
@@ -156,8 +169,9 @@ class _View:
     def again(self) -> "_View":
         """The same objects, hyperparameters re-read (a scheduler or the user changed them)."""
         v = object.__new__(_View)
-        v.opts, v.modules, v.tensors, v.lifted, v.state, v.ddps = \
-            self.opts, self.modules, self.tensors, self.lifted, self.state, self.ddps
+        v.opts, v.modules, v.tensors, v.lifted, v.state, v.ddps, v.hook_dicts = \
+            self.opts, self.modules, self.tensors, self.lifted, self.state, self.ddps, \
+            self.hook_dicts
         if "fixed" in self.__dict__:
             v.fixed = self.fixed
         v.hypers = [[{n: _as_floats(g[n]) for n in type(o)._hyper} for g in o.param_groups]
@@ -178,7 +192,8 @@ class _View:
                 tuple([(_meta(t._data), t._requires_grad) for t in self.lifted]),
                 tuple([_meta(v._data) for *_, v in self.state]), grads, fixed,
                 tuple([len(v) if isinstance(v, tuple) else -1 for hs in self.hypers
-                       for h in hs for v in h.values()]))
+                       for h in hs for v in h.values()]),
+                hook_token(self.tensors, self.hook_dicts))
 
     def inputs(self, leaves: list[Tensor], key: Any) -> tuple:
         return ([t._data for t in leaves], [t._data for t in self.tensors],
@@ -196,6 +211,8 @@ class WholeStep:
         self.referenced, self.limit, self.unsupported = referenced, limit, unsupported
         self.entries: list[_Entry] = []
         self.failed: list[tuple[tuple, str]] = []  # guards whose trace failed, and why
+        self.split: list[tuple[tuple, str]] = []  # guards under which the step runs split
+        self.routers = Routers(lambda m, name: _compiled_forward(owner, m, name))
         self.modules = module_state(lambda: [])
         self._last: tuple | None = None  # (found objects, view, module tensors, state token)
 
@@ -220,6 +237,12 @@ class WholeStep:
         for failed, why in self.failed:  # traced before and failed: eager, not traced again
             if failed == sig:
                 return self._eager(why, args, kwargs)
+        for split, why in self.split:  # a Python hook: split at the backward, never traced
+            if split == sig:
+                return self._split(why, view, args, kwargs)
+        why = None if view.ddps else impure_hook(view.tensors, view.modules)
+        if why is not None:  # known before tracing: no trace is spent on it
+            return self._remember_split(sig, why, view, args, kwargs)
         if self.entries:
             counters["retraces"] += 1
         if len(self.entries) >= limit:
@@ -230,12 +253,44 @@ class WholeStep:
         entry.program = jax.jit(_body(owner._fn, spec, view, entry), donate_argnums=(1, 2, 3))
         try:
             out = self._run(entry, view, leaves, args, kwargs, first=True)
+        except _Hooked as e:  # a hook registered while the step ran
+            if not view.ddps:
+                return self._remember_split(sig, str(e), view, args, kwargs)
+            self.failed.append((sig, str(e)))
+            return self._eager(str(e), args, kwargs)
         except NotTraceable as e:
             if len(self.failed) < limit:
                 self.failed.append((sig, str(e)))
             return self._eager(str(e), args, kwargs)
         self.entries.insert(0, entry)
         return out
+
+    def _remember_split(self, sig: tuple, why: str, view: _View, args: tuple,
+                        kwargs: dict) -> Any:
+        if len(self.split) < self.limit:
+            self.split.append((sig, why))
+        return self._split(why, view, args, kwargs)
+
+    def _split(self, why: str, view: _View, args: tuple, kwargs: dict) -> Any:
+        """The step split at the backward (:mod:`.split`): forwards compiled per module,
+        the backward under compiled autograd with every hook in place, the optimizer as
+        eager. ``fullgraph=True`` raises instead."""
+        owner = self.owner
+        if owner.fullgraph:
+            raise self.unsupported(f"acg.compile(fullgraph=True): {owner.__qualname__} cannot be "
+                                   f"traced into one step program: {why}")
+        owner._warn_once(why, f"acg.compile: splitting {owner.__qualname__} at the backward "
+                         f"(forward compiled per module, backward under compiled autograd, "
+                         f"optimizer eager): {why}")
+        counters["split_runs"] += 1
+        return run_split(owner._fn, args, kwargs, self.routers.get(view.modules))
+
+    def reset(self) -> None:
+        """Forget every trace and every fallback decision."""
+        self.entries.clear()
+        self.failed.clear()
+        self.split.clear()
+        self.routers.clear()
 
     def _view(self, args: tuple, kwargs: dict) -> _View:
         """The modules, optimizers and tensors the step reaches: its closure, the globals it
@@ -581,24 +636,24 @@ def _swapped(view: _View, datas: list, grads: list, states: list, hypers: list,
                 g.update(saved)
 
 
+def _compiled_forward(owner: Any, module: Module, name: str) -> Callable:
+    """``acg.compile`` of one module's forward, as the step was compiled (its ``dynamic``),
+    never ``fullgraph`` (a module that cannot be traced runs eagerly, logged once)."""
+    cf = type(owner)(module.forward, owner.dynamic, False, module=module)
+    cf.__qualname__ = name
+    return cf
+
+
 def _check_hooks(view: _View) -> None:
-    """Python hooks would run once, at the trace: only pure ones may be traced in."""
-    for t in view.tensors:
-        for hooks in (t._backward_hooks, t._post_acc_hooks):
-            for h in (hooks or {}).values():
-                if not getattr(h, "_acg_pure", False):
-                    raise NotTraceable(
-                        f"a Python hook ({getattr(h, '__qualname__', h)}) on a parameter of "
-                        f"shape {tuple(t.shape)} is not compiled_autograd.pure_hook; splitting "
-                        "the step at the backward is not implemented")
-    for m in view.modules:
-        for name in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
-                     "_backward_pre_hooks"):
-            for h in (getattr(m, name, None) or {}).values():
-                if not getattr(h, "_acg_pure", False):
-                    raise NotTraceable(f"a Python module hook ({getattr(h, '__qualname__', h)}) "
-                                       f"on {type(m).__name__} is not compiled_autograd."
-                                       "pure_hook")
+    """Python hooks would run once, at the trace: only pure ones may be traced in; any other
+    splits the step at the backward (:mod:`.split`)."""
+    why = impure_hook(view.tensors, view.modules)
+    if why is not None:
+        raise _Hooked(why)
+
+
+class _Hooked(NotTraceable):
+    """A hook that is not ``pure_hook``: the step runs split at the backward."""
 
 
 def _stored(view: _View, snap: dict) -> list[tuple[Module, str, Tensor]]:
