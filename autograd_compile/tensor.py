@@ -1,4 +1,5 @@
-"""Tensor: a ``jax.Array`` plus autograd metadata.
+"""Tensor: a ``jax.Array`` (or, for small eager results on the CPU, a numpy array) plus
+autograd metadata.
 
 >>> import autograd_compile as acg
 >>> x = acg.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -24,6 +25,9 @@ import numpy as np
 from . import journal
 from .dispatch import dispatcher as _dispatcher
 from .dispatch.keys import TLS, DispatchKey
+
+# kernels/_xp.py installs jax's one-copy transfer here (kernels import this module)
+TO_JAX: list[Callable[[np.ndarray], jax.Array]] = [jnp.asarray]
 
 # autograd/engine.py installs its ``backward`` here: the engine imports this module, so
 # this module never imports the engine (no import circle)
@@ -84,9 +88,15 @@ def DATA_ALIAS(base: "Tensor", new: "Tensor") -> "Tensor":
 
 
 class Tensor:
-    """An n-dimensional array on a jax device, with autograd history."""
+    """An n-dimensional array on a jax device, with autograd history.
 
-    __slots__ = ("_data", "_requires_grad", "_grad", "grad_fn", "_output_nr", "_version",
+    The value lives in ``_store``: a jax array, or a read-only numpy array when the host
+    tier (kernels/_xp.py) computed it, so a chain of small eager ops never crosses into
+    jax. ``_data`` is always a jax array: reading it moves a numpy value to the CPU
+    device once and keeps the result.
+    """
+
+    __slots__ = ("_store", "_requires_grad", "_grad", "grad_fn", "_output_nr", "_version",
                  "_backward_hooks", "_post_acc_hooks", "_retains_grad", "_acc_ref", "_base_meta",
                  "__weakref__")
     _acg_keys = DispatchKey.Backend.bit
@@ -101,6 +111,18 @@ class Tensor:
         _init(self, data if isinstance(data, jax.Array) else jnp.asarray(data))
         if requires_grad:
             self.requires_grad_(True)
+
+    @property
+    def _data(self) -> Any:
+        """The value as a jax array (a numpy value crosses once, then stays a jax array)."""
+        store = self._store
+        if type(store) is np.ndarray:
+            store = self._store = TO_JAX[0](store)
+        return store
+
+    @_data.setter
+    def _data(self, array: Any) -> None:
+        self._store = array
 
     # -- autograd metadata -----------------------------------------------------------
     @property
@@ -158,7 +180,7 @@ class Tensor:
         >>> p.tolist(), p.requires_grad
         ([2.0, 2.0], True)
         """
-        alias = _make(self._data)
+        alias = _make(self._store)
         alias._base_meta = (self, DATA_ALIAS)  # in-place writes on the alias land in self
         return alias
 
@@ -169,9 +191,9 @@ class Tensor:
     def _set_data(self, array: Any, bump: bool = True) -> None:
         """Replace the value in place (journaled, so a failed backward can undo it)."""
         if journal.active():
-            journal.record(self, "_data")
+            journal.record(self, "_store")
             journal.record(self, "_version")
-        self._data = array
+        self._store = array
         if bump:
             self._version += 1
 
@@ -232,13 +254,13 @@ class Tensor:
     def detach(self) -> "Tensor":
         """A new tensor with the same value and no autograd history."""
         if type(self) is Tensor and not TLS.mode_stack:
-            return _make(self._data)
+            return _make(self._store)
         from .dispatch.library import ops
         return ops.acg.detach(self)  # an op, so modes and subclasses see it
 
     def _shallow_alias(self) -> "Tensor":
         """A new plain tensor object over the same value (subclasses keep their extras)."""
-        return _make(self._data, type(self))
+        return _make(self._store, type(self))
 
     def detach_(self) -> "Tensor":
         """Cut this tensor out of the graph in place; it becomes a leaf."""
@@ -248,17 +270,17 @@ class Tensor:
     # -- conversion --------------------------------------------------------------------
     @property
     def shape(self) -> tuple:
-        return self._data.shape
+        return self._store.shape
 
     @property
     def dtype(self) -> Any:
-        return self._data.dtype
+        return self._store.dtype
 
     @property
     def device(self) -> Any:
         """An ``acg.device`` ("cpu", or "cuda:N" for JAX's N-th GPU)."""
         from .devices import of_jax
-        devices = getattr(self._data, "devices", None)
+        devices = getattr(self._store, "devices", None)  # (a numpy value is on the CPU)
         return of_jax(next(iter(devices())) if devices else jax.local_devices()[0])
 
     @property
@@ -292,7 +314,7 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return np.asarray(_host_read(self._data, "convert to numpy"), dtype=dtype)
+        return np.asarray(_host_read(self._store, "convert to numpy"), dtype=dtype)
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The value as a numpy array. As PyTorch, a tensor that requires grad is refused
@@ -306,16 +328,22 @@ class Tensor:
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        return _host_read(self._data, "call numpy() on")
+        return _host_read(self._store, "call numpy() on")
 
     def item(self) -> Any:
+        store = self._store
+        if type(store) is np.ndarray and store.size == 1:  # a host value: numpy's own item
+            return store.item()
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
                                "Scalar")
-        return _host_read(self._data, "call item() on").reshape(()).item()
+        return _host_read(self._store, "call item() on").reshape(()).item()
 
     def tolist(self) -> Any:
-        return _host_read(self._data, "call tolist() on").tolist()
+        store = self._store
+        if type(store) is np.ndarray:
+            return store.tolist()
+        return _host_read(store, "call tolist() on").tolist()
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
@@ -347,7 +375,7 @@ class Tensor:
         return object.__format__(self, spec)
 
     def __repr__(self) -> str:
-        body = np.array2string(_host_read(self._data, "print"), separator=", ", prefix="tensor(")
+        body = np.array2string(_host_read(self._store, "print"), separator=", ", prefix="tensor(")
         # as PyTorch: the dtype is shown unless it is the default float, int64 or bool
         implied = self.dtype in (_default_float(), _INT64, _BOOL)
         extra = "" if implied else f", dtype={self.dtype}"
@@ -367,7 +395,7 @@ def _default_float() -> Any:
 
 
 def _init(t: Tensor, array: Any) -> None:
-    t._data = array
+    t._store = array
     t._requires_grad = False
     t._grad = None
     t.grad_fn = None
@@ -381,7 +409,8 @@ def _init(t: Tensor, array: Any) -> None:
 
 
 def _make(array: Any, cls: type = Tensor) -> Tensor:
-    """Wrap a jax array without copying (the hot path of every op)."""
+    """Wrap a jax array (or a host result's read-only numpy array) without copying (the
+    hot path of every op)."""
     t = object.__new__(cls)
     _init(t, array)
     return t
@@ -413,9 +442,35 @@ def _unwrap(v: Any) -> Any:
     return v
 
 
+# A numpy value larger than this goes to a host-aware kernel as a jax array, moved once
+# and kept on the tensor: such a size runs as an XLA program, which would otherwise copy
+# it in on every call (kernels/_xp.py's HOST_LIMIT, in elements).
+HOST_ELEMENTS = 50_000
+
+
+def _stored(t: Tensor) -> Any:
+    """``t``'s value as a host-aware kernel takes it: numpy stays numpy while small."""
+    store = t._store
+    if type(store) is np.ndarray and store.size > HOST_ELEMENTS:
+        return t._data
+    return store
+
+
+def _unwrap_stored(v: Any) -> Any:
+    """``_unwrap`` for a host-aware kernel: small numpy values are passed as they are."""
+    if isinstance(v, Tensor):
+        return _stored(v)
+    if type(v) in (list, tuple):
+        out = [_stored(x) if isinstance(x, Tensor) else _unwrap_stored(x) for x in v]
+        return out if type(v) is list else tuple(out)
+    if type(v) is dict:
+        return {k: _unwrap_stored(x) for k, x in v.items()}
+    return v
+
+
 def _wrap(v: Any) -> Any:
-    """jax arrays and tracers (also inside lists, tuples, dicts) to Tensors."""
-    if isinstance(v, (jax.Array, jax.core.Tracer)):
+    """jax arrays, tracers and host results (also inside lists, tuples, dicts) to Tensors."""
+    if isinstance(v, (jax.Array, jax.core.Tracer, np.ndarray)):
         return _make(v)
     if type(v) in (list, tuple):  # a list comprehension: no generator per output list
         out = [_wrap(x) for x in v]
@@ -426,9 +481,17 @@ def _wrap(v: Any) -> Any:
 
 
 def _backend_call(op: Any, fn: Callable, args: tuple, kwargs: dict) -> Any:
-    """Run a Backend kernel (a function on jax arrays) for Tensor arguments."""
-    arrays = [a._data if type(a) is Tensor else _unwrap(a) for a in args]
-    kw = {k: _unwrap(v) for k, v in kwargs.items()} if kwargs else {}
+    """Run a Backend kernel (a function on jax arrays) for Tensor arguments. A host-aware
+    kernel (kernels/_jit.py's) has an entry ``_acg_host`` that also takes and returns numpy
+    arrays (the host tier's results, kept as they are)."""
+    host = getattr(fn, "_acg_host", None)
+    if host is not None:
+        fn = host
+        arrays = [_stored(a) if type(a) is Tensor else _unwrap_stored(a) for a in args]
+        kw = {k: _unwrap_stored(v) for k, v in kwargs.items()} if kwargs else {}
+    else:
+        arrays = [a._data if type(a) is Tensor else _unwrap(a) for a in args]
+        kw = {k: _unwrap(v) for k, v in kwargs.items()} if kwargs else {}
     try:
         out = fn(*arrays, **kw)
     except Exception as e:  # name the op, shapes and dtypes, not only jax's message
@@ -436,7 +499,7 @@ def _backend_call(op: Any, fn: Callable, args: tuple, kwargs: dict) -> Any:
         raise op_error(op, args, kwargs, e) from e
     if op.schema.is_mutable:
         return _write_back(op, args, kwargs, out)
-    return _make(out) if isinstance(out, jax.Array) else _wrap(out)
+    return _make(out) if isinstance(out, (jax.Array, np.ndarray)) else _wrap(out)
 
 
 def _write_back(op: Any, args: tuple, kwargs: dict, out: Any) -> Any:
@@ -445,11 +508,11 @@ def _write_back(op: Any, args: tuple, kwargs: dict, out: Any) -> Any:
     targets = [v for a, v in zip(op.schema.arguments, bound) if a.mutable]
     news = out if isinstance(out, (tuple, list)) else (out,)
     for t, new in zip(targets, news):
-        if new.shape != t._data.shape:
+        if new.shape != t._store.shape:
             raise RuntimeError(f"{op}: in-place result has shape {list(new.shape)} but the "
                                f"tensor written to has shape {list(t.shape)}")
-        dtype = t._data.dtype  # astype of the same dtype still costs jax's Python
-        t._set_data(_keep_placement(new if new.dtype == dtype else new.astype(dtype), t._data))
+        dtype = t._store.dtype  # astype of the same dtype still costs jax's Python
+        t._set_data(_keep_placement(new if new.dtype == dtype else new.astype(dtype), t._store))
     return targets[0] if len(targets) == 1 else tuple(targets)
 
 
@@ -459,7 +522,8 @@ def _keep_placement(new: Any, old: Any) -> Any:
     if isinstance(old, jax.core.Tracer) or isinstance(new, jax.core.Tracer):
         return new
     sharding = getattr(old, "sharding", None)
-    if isinstance(sharding, jax.sharding.NamedSharding) and new.sharding != sharding:
+    if isinstance(sharding, jax.sharding.NamedSharding) and \
+            getattr(new, "sharding", None) != sharding:
         return jax.device_put(new, sharding)
     return new
 

@@ -98,6 +98,9 @@ def _diagnosed(kernel: Callable, raw: Callable, rule: Callable | None, check: bo
             raise
     run.__name__ = run.__qualname__ = f"{name}_kernel"
     run.__wrapped__ = raw  # the JAX backend may trace the raw kernel into its own program
+    host = getattr(kernel, "_acg_host", None)
+    if host is not None:  # the eager adapter's entry: numpy values in and out
+        run._acg_host = _diagnosed(host, raw, rule, check, name)
     return run
 
 

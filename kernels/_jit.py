@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 import jax
+import numpy as np
 
 from autograd_compile import runtime_checks
 from autograd_compile.dispatch.schema import FunctionSchema
@@ -23,6 +24,7 @@ from autograd_compile.dispatch.schema import FunctionSchema
 from . import _xp
 
 _TRACED_TYPES = ("Tensor", "Scalar", "float")
+_NDARRAY = np.ndarray  # a host tier result held by a Tensor (see tensor.py)
 _TRACED = object()  # marks a traced slot in the static tuple (a stable, hashable sentinel)
 _TRACED_VALUE = object()  # a traced slot whose value (a Python number) a shape check may read
 try:  # the concrete array class: one type test per argument on the hot path
@@ -39,12 +41,17 @@ def _traceable(v: Any) -> bool:
         return any(_traceable(x) for x in v)
     if isinstance(v, jax.core.Tracer):  # inside a jax trace (a compiled graph's program):
         raise _InsideTrace  # inline the kernel; a nested jit only adds tracing and lowering
-    return isinstance(v, (jax.Array, int, float, complex))
+    return isinstance(v, (jax.Array, np.ndarray, int, float, complex))
+
+
+_ATOMS = frozenset({int, bool, str, type(None)})
 
 
 def _hashable(v: Any) -> Any:
     """A static value as a cache key, tagged with its type: numpy finds ``dtype('float64')
     == None`` and Python ``True == 1 == 1.0``, which must not share a compiled program."""
+    if type(v) in _ATOMS:  # the common static values first: one set lookup
+        return type(v), v
     if isinstance(v, (list, tuple)):
         return tuple, tuple(_hashable(x) for x in v)
     if isinstance(v, jax.core.Tracer):
@@ -57,6 +64,16 @@ def _value(key: tuple) -> Any:
     return tuple(_value(x) for x in v) if kind is tuple else v
 
 
+def _jax_values(v: Any) -> Any:
+    """Host results (numpy) among a traced call's arguments as jax arrays: the kernel may
+    use jax-only methods (``x.at[...]``) on them next to tracers."""
+    if type(v) is np.ndarray:
+        return jax.numpy.asarray(v)
+    if isinstance(v, (list, tuple)):
+        return type(v)(_jax_values(x) for x in v)
+    return v
+
+
 class _InsideTrace(Exception):
     """A structural argument is itself traced: we run inside someone's jax trace."""
 
@@ -65,7 +82,7 @@ def _arrays_only(v: Any) -> bool:
     """A traced value a shape check can judge from its shape and dtype alone."""
     if isinstance(v, (list, tuple)):
         return all(_arrays_only(x) for x in v)
-    return isinstance(v, jax.Array)
+    return isinstance(v, (jax.Array, np.ndarray))
 
 
 _ALL_PROGRAMS: list[dict] = []  # every kernel's program cache, so a default change clears them
@@ -123,6 +140,13 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
         return entry
 
     def run(*args: Any, **kwargs: Any) -> Any:
+        return call(False, args, kwargs)
+
+    def run_host(*args: Any, **kwargs: Any) -> Any:
+        """``run`` for the eager Tensor adapter: host results stay numpy arrays."""
+        return call(True, args, kwargs)
+
+    def call(keep: bool, args: tuple, kwargs: dict) -> Any:
         if pre is not None:
             if runtime_checks.active():  # inside a program's trace: the op names its check
                 runtime_checks.run_pre(pre, schema, args, kwargs)
@@ -131,20 +155,22 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
         values, fixed = [], []
         try:
             for v, t in zip(schema.bind(args, kwargs), traced):
-                if t and (type(v) is _ARRAY or _traceable(v)):
+                if t and (type(v) is _ARRAY or type(v) is _NDARRAY or _traceable(v)):
                     values.append(v)
-                    shaped = tensors_only and (type(v) is _ARRAY or _arrays_only(v))
+                    shaped = tensors_only and (type(v) is _ARRAY or type(v) is _NDARRAY
+                                               or _arrays_only(v))
                     fixed.append(_TRACED if shaped else _TRACED_VALUE)
                 else:
                     fixed.append(_hashable(v))
         except _InsideTrace:  # an enclosing jit (e.g. the JAX backend) compiles it anyway
+            args, kwargs = _jax_values(args), {k: _jax_values(v) for k, v in kwargs.items()}
             return (kernel if check is None else checked)(*args, **kwargs)
         key = tuple(fixed)
         fn, eager_check = programs.get(key) or program(key)
         if eager_check:
             check(*args, **kwargs)
         if host_kernel is not None and _xp.ENABLED:
-            out = on_host(key, values, args, kwargs, eager_check)
+            out = on_host(key, values, args, kwargs, eager_check, keep)
             if out is not _COMPILE:
                 return out
         return fn(*values)
@@ -153,7 +179,8 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
     compiled: set = set()  # (static key, avals) that run as XLA programs
     hosted: set = set()  # (static key, avals) that run on the host, checked once
 
-    def on_host(key: tuple, values: list, args: tuple, kwargs: dict, checked: bool) -> Any:
+    def on_host(key: tuple, values: list, args: tuple, kwargs: dict, checked: bool,
+                keep: bool) -> Any:
         sig = _xp.host_sig(values)
         if sig is None:
             return _COMPILE
@@ -168,7 +195,7 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
                     return _COMPILE
                 if check is not None and not checked:
                     check(*args, **kwargs)  # reads shapes, dtypes, static values: once
-            out = _xp.host_call(host_kernel, args, kwargs)
+            out = _xp.host_call(host_kernel, args, kwargs, keep)
         except Exception:  # numpy lacks it, or fails differently: XLA gives the answer
             compiled.add(sig)  # (and jax's own error, as before the host tier existed)
             return _COMPILE
@@ -178,6 +205,7 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
             hosted.add(sig)
         _xp.STATS[name] += 1
         return out
+    run._acg_host = run_host  # numpy values in (host tier results), numpy results out
     return run
 
 

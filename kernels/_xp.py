@@ -134,9 +134,9 @@ lax = _Namespace(jax.lax, None, {"stop_gradient": lambda x: x,  # numpy has no t
 _to_jax = to_device  # jax's own single-copy transfer: 4 us where jnp.asarray takes 16 us
 
 
-def _out(v: Any) -> Any:
+def _out(v: Any, keep: bool = False) -> Any:
     if isinstance(v, (tuple, list)):
-        return type(v)(_out(x) for x in v)
+        return type(v)(_out(x, keep) for x in v)
     if v is None:
         return v
     if type(v) in (bool, int, float):  # XLA would give a 0-d array of its own dtype
@@ -146,10 +146,20 @@ def _out(v: Any) -> Any:
     arr = np.asarray(v)  # numpy reductions return scalars, not 0-d arrays
     if arr.dtype not in HOST_DTYPES:
         raise HostUnsupported(f"result dtype {arr.dtype}")
-    return _to_jax(arr)
+    if not keep:
+        return _to_jax(arr)
+    if not arr.flags.writeable:  # a view of an input (maybe a jax buffer, which XLA may
+        arr = arr.copy()  # reuse once donated): the tensor gets its own copy
+    arr.flags.writeable = False  # nobody writes a tensor's value in place (.numpy() too)
+    return arr
+
+
+_AS_IS = frozenset({int, float, bool, str, type(None), np.ndarray})  # a host kernel's as given
 
 
 def _in(v: Any) -> Any:
+    if type(v) in _AS_IS:  # the common arguments first: one set lookup
+        return v
     if type(v) is _ARRAY or isinstance(v, jax.Array):
         return np.asarray(v)  # a read-only view of the CPU buffer: no copy
     if isinstance(v, (tuple, list)):
@@ -174,6 +184,8 @@ def host_sig(values: Any) -> tuple | None:
             if v.dtype not in HOST_DTYPES or (v._committed and v.sharding != _CPU0[0]):
                 return None  # (committed elsewhere: the result must stay there, so XLA)
             sig.append(v.aval)
+        elif type(v) is np.ndarray:  # a host result: held by a tensor, so a supported dtype
+            sig.append(_aval(v.shape, v.dtype))
         elif isinstance(v, (list, tuple)):
             inner = host_sig(v)
             if inner is None:
@@ -186,10 +198,25 @@ def host_sig(values: Any) -> tuple | None:
     return tuple(sig)
 
 
-def host_call(kernel: Callable, args: tuple, kwargs: dict) -> Any:
+_AVALS: dict[tuple, Any] = {}
+
+
+def _aval(shape: tuple, dtype: Any) -> Any:
+    """The aval a jax array of this shape and dtype has (cached: one dict lookup)."""
+    key = (shape, dtype)
+    aval = _AVALS.get(key)
+    if aval is None:
+        if len(_AVALS) > 65536:
+            _AVALS.clear()
+        aval = _AVALS[key] = jax.core.ShapedArray(shape, dtype)
+    return aval
+
+
+def host_call(kernel: Callable, args: tuple, kwargs: dict, keep: bool = False) -> Any:
     """``kernel(*args, **kwargs)`` computed by numpy on host copies of its jax arrays; the
-    results come back as jax arrays on the CPU. Raises HostUnsupported (nothing done)
-    when the kernel needs something numpy has not."""
+    results come back as jax arrays on the CPU, or (``keep``) as read-only numpy arrays a
+    Tensor holds as they are. Raises HostUnsupported (nothing done) when the kernel needs
+    something numpy has not."""
     args = [_in(v) for v in args]
     kwargs = {k: _in(v) for k, v in kwargs.items()} if kwargs else kwargs
     _state.active = True
@@ -198,7 +225,7 @@ def host_call(kernel: Callable, args: tuple, kwargs: dict) -> Any:
             out = kernel(*args, **kwargs)
     finally:
         _state.active = False
-    return _out(out)
+    return _out(out, keep)
 
 
 def host_first(kernel: Callable, host: Callable | bool) -> Callable:
@@ -246,6 +273,12 @@ def _ask_backend() -> bool:
         _CPU0[0] = jax.sharding.SingleDeviceSharding(jax.devices("cpu")[0])
     return ENABLED
 FORCE: str | None = None  # "host" or "xla": every eligible call takes that tier (tests)
+
+
+def host_enabled() -> bool:
+    """Whether eager values may live on the host (numpy) now: the tier is on and not
+    forced to XLA."""
+    return (_ASKED or _ask_backend()) and ENABLED and FORCE != "xla"
 STATS: collections.Counter = collections.Counter()  # host calls per op name
 
 

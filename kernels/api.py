@@ -26,8 +26,9 @@ import numpy as np
 from autograd_compile.devices import as_device, to_jax
 from autograd_compile.dispatch.keys import TLS
 from autograd_compile.tracing.symbolic_shapes import SymFloat, SymInt
-from autograd_compile.tensor import Tensor
+from autograd_compile.tensor import HOST_ELEMENTS, TO_JAX, Tensor, _make
 
+from . import _xp
 from . import elementwise as E
 from . import factories as F
 from . import indexing as I
@@ -41,6 +42,8 @@ from ._shapes import numel as _numel
 from ._shapes import shapes_equal, wrap_dim
 from .views import as_shape_of, view_of
 from ._transfer import to_device as _to_device  # [evdata] issue 19: tensors from host data
+
+TO_JAX[0] = _to_device  # how a tensor holding a host value gives its jax array
 
 _Dim = int | Sequence[int] | None
 
@@ -95,7 +98,9 @@ def _plain_dtype(a: np.ndarray) -> np.dtype:
         else a.dtype
 
 
-def _array(data: Any, dtype: Any) -> jax.Array:
+def _array(data: Any, dtype: Any) -> Any:
+    """A new value for ``tensor(data)``: a read-only numpy array where the host tier holds
+    it (small, CPU), else a jax array."""
     if isinstance(data, Tensor):
         data = data.__jax_array__()
     if isinstance(data, jax.Array):
@@ -103,8 +108,14 @@ def _array(data: Any, dtype: Any) -> jax.Array:
     a = np.asarray(data)
     if not isinstance(data, (np.ndarray, np.generic)):
         dtype = dtype if dtype is not None else _plain_dtype(a)
+    a = a if dtype is None else a.astype(dtype, copy=False)
+    if a.size <= HOST_ELEMENTS and not TLS.mode_stack and a.dtype in _xp.HOST_DTYPES and \
+            _xp.host_enabled():
+        a = np.array(a, copy=True)  # a host value the tensor owns (never the caller's array)
+        a.flags.writeable = False
+        return a
     # convert on the host, then transfer: jnp.asarray would compile a program per shape
-    return _to_device(a if dtype is None else a.astype(dtype, copy=False))
+    return _to_device(a)
 
 
 def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
@@ -115,7 +126,7 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: An
     >>> acg.tensor([1, 2]).dtype, acg.tensor([1.5]).dtype, acg.tensor(True).dtype
     (dtype('int64'), dtype('float32'), dtype('bool'))
     """
-    t = Tensor(_array(data, as_dtype(dtype)))
+    t = _make(_array(data, as_dtype(dtype)))
     if TLS.mode_stack:  # under a mode (fake, tracing) a constant enters through an op
         t = F.lift_fresh(t)
     return _leaf(t, requires_grad, device)
@@ -124,16 +135,33 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: An
 as_tensor = tensor
 
 
+def _host_filled(shape: list, value: Any, dtype: Any) -> Tensor | None:
+    """A small constant tensor made by numpy as a host value (no kernel call), where the
+    host tier holds it; None: the op makes it (and checks the sizes)."""
+    if TLS.mode_stack or not builtins.all(type(n) is int and n >= 0 for n in shape):
+        return None
+    dtype = default_float() if dtype is None else np.dtype(dtype)
+    if _numel(shape) > HOST_ELEMENTS or dtype not in _xp.HOST_DTYPES or not _xp.host_enabled():
+        return None
+    a = np.full(shape, value, dtype)
+    a.flags.writeable = False
+    return _make(a)
+
+
 def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
           ) -> Tensor:
     """Zeros of the given size (``zeros(2, 3)`` or ``zeros((2, 3))``), float32 by default."""
-    return _leaf(F.zeros(_sizes(size), dtype=as_dtype(dtype)), requires_grad, device)
+    shape, dtype = _sizes(size), as_dtype(dtype)
+    out = _host_filled(shape, 0, dtype)
+    return _leaf(F.zeros(shape, dtype=dtype) if out is None else out, requires_grad, device)
 
 
 def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
          ) -> Tensor:
     """Ones of the given size, float32 by default."""
-    return _leaf(F.ones(_sizes(size), dtype=as_dtype(dtype)), requires_grad, device)
+    shape, dtype = _sizes(size), as_dtype(dtype)
+    out = _host_filled(shape, 1, dtype)
+    return _leaf(F.ones(shape, dtype=dtype) if out is None else out, requires_grad, device)
 
 
 empty = zeros

@@ -17,8 +17,10 @@ from autograd_compile import runtime_checks
 from autograd_compile.autograd.derivatives import alias_for_inplace
 from autograd_compile.tracing.fake import TensorMeta
 from autograd_compile.tracing.symbolic_shapes import SymInt
-from autograd_compile.tensor import Tensor
+from autograd_compile.dispatch.keys import TLS
+from autograd_compile.tensor import Tensor, _make
 
+from . import _xp
 from ._defop import NONDIFF, defop, inplace, reduce_grad
 from ._dtypes import BOOL, DEFAULT_INT, cast, category, is_float
 from ._host import check_values
@@ -517,14 +519,84 @@ def _write(base: Any, new: Any, step: tuple) -> Any:
     return new.squeeze(a[0]) if kind == "unsqueeze" else index_put(base, a[0], new)
 
 
+# -- the host fast path: a plain eager tensor holding a numpy value ---------------------------
+# Basic indexing of a tensor without autograd history, outside any mode, is numpy's own
+# basic indexing: the same elements, without three kernel dispatches per step (the issue's
+# ``t[7]`` and ``y[5:] = -1``). Steps are still found by steps_of (its checks and errors).
+
+def _host_value(x: Any) -> np.ndarray | None:
+    """``x``'s value as a read-only numpy array when it is a CPU value the host tier may
+    read and nothing could observe an op on it (no autograd history, no mode); else None."""
+    if (type(x) is not Tensor or x._requires_grad or x.grad_fn is not None or TLS.mode_stack
+            or TLS.included or _xp.FORCE == "xla"):
+        return None
+    store = x._store
+    if type(store) is np.ndarray:
+        return store
+    if _xp.ENABLED and _xp.host_sig((store,)) is not None:  # an uncommitted CPU jax array
+        return np.asarray(store)  # (a view of jax's buffer: results built from it copy)
+    return None
+
+
+def _np_step(arr: np.ndarray, step: tuple) -> np.ndarray:
+    """One basic step of ``x[index]`` on a numpy array (a view)."""
+    kind, d, *a = step
+    if kind == "select":
+        return arr[(slice(None),) * d + (a[0], Ellipsis)]  # Ellipsis: a 0-d array, no scalar
+    if kind == "slice":
+        return arr[(slice(None),) * d + (slice(*a),)]
+    return np.expand_dims(arr, d)
+
+
+def _host_read(x: Tensor, step: tuple) -> Tensor:
+    """One basic step of ``x[index]`` on x's host value (``_host_value(x)`` is not None)."""
+    store = x._store
+    if type(store) is np.ndarray:
+        out = _np_step(store, step)  # a view of a read-only host value: read-only itself
+    else:  # never a view of a jax buffer XLA may reuse once donated: a copy
+        out = _np_step(np.asarray(store), step).copy()
+    out.flags.writeable = False
+    return _make(out)
+
+
+def _host_setitem(x: Tensor, steps: list, value: Any) -> bool:
+    """``x[index] = value`` on a copy of x's numpy value, when x is plain, not a view, every
+    step basic and the value a number or a plain tensor; False: nothing done."""
+    if x._base_meta is not None or any(s[0] == "index" for s in steps):
+        return False
+    arr = _host_value(x)
+    if arr is None:
+        return False
+    if isinstance(value, Tensor):
+        value = _host_value(value)
+        if value is None:
+            return False
+    elif type(value) not in (int, float, bool):
+        return False
+    arr = arr.copy()
+    target = arr
+    for step in steps:
+        target = _np_step(target, step)
+    try:
+        with np.errstate(all="ignore"):  # a cast as PyTorch's .to(), without warnings
+            target[...] = value
+    except (ValueError, TypeError, OverflowError):  # PyTorch's error comes from the ops
+        return False
+    arr.flags.writeable = False
+    x._set_data(arr)
+    return True
+
+
 def getitem(x: Tensor, index: Any) -> Tensor:
     """``x[index]``: ints, slices (positive steps), None, Ellipsis, int/bool tensors, lists.
     Basic steps give views (writes through them reach ``x``); an advanced index copies."""
     steps = steps_of(tuple(x.shape), index)
     if not steps:
         return x.view(list(x.shape))  # x[...] / x[:]: a new tensor, as PyTorch's view
+    host = _host_value(x) is not None
     for step in steps:
-        base, x = x, _read(x, step)
+        host = host and step[0] != "index"
+        base, x = x, (_host_read(x, step) if host else _read(x, step))
         if step[0] != "index":
             view_of(x, base, lambda b, v, step=step: _write(b, v, step))
     return x
@@ -576,6 +648,8 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
         copy_(x, _where_mask(index, value, alias_for_inplace(x)))  # x[mask] = v: no data-
         return write_through(x)                                     # dependent sizes needed
     steps = steps_of(tuple(x.shape), index)
+    if _host_setitem(x, steps, value):
+        return
     bases = [alias_for_inplace(x)]  # reads see the value before the write
     for step in steps:
         if step is steps[-1]:  # written, never read: its shape only (one kernel call less)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import autograd_compile as acg
+from autograd_compile.kernels import _xp
 
 torch = pytest.importorskip("torch")
 
@@ -88,21 +89,45 @@ def test_gradients_through_index_writes_in_every_mode(mode) -> None:
 
 
 def _program_calls(fn: Callable[[], Any]) -> int:
-    """Kernel programs run by ``fn`` (calls of kernels/_jit.py's run, via cProfile)."""
+    """Kernel calls made by ``fn`` (of kernels/_jit.py's ``call``, via cProfile)."""
     import cProfile
     import pstats
     prof = cProfile.Profile()
     prof.runcall(fn)
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
     return sum(v[1] for (f, _, name), v in stats.items()
-               if f.endswith("kernels/_jit.py") and name == "run")
+               if f.endswith("kernels/_jit.py") and name == "call")
 
 
 def test_a_slice_write_does_not_read_its_target() -> None:
     y, ix = acg.zeros(17, dtype=acg.long), acg.tensor([3, 4, 5, 6, 7])
     y[1:6] = ix  # warm
-    assert _program_calls(lambda: y.__setitem__(slice(1, 6), ix)) == 2  # scatter, copy_
-    assert _program_calls(lambda: y.__setitem__(slice(5, None), -1)) == 3  # full, scatter, copy_
+    with _xp.forced("xla"):  # the op chain (the path of tensors with autograd history)
+        assert _program_calls(lambda: y.__setitem__(slice(1, 6), ix)) == 2  # scatter, copy_
+        assert _program_calls(lambda: y.__setitem__(slice(5, None), -1)) == 3  # full, ..
+
+
+def test_a_plain_host_tensor_is_indexed_by_numpy_without_kernels() -> None:
+    """No autograd history, a numpy value: reads are numpy views, writes one copy."""
+    y, ix = acg.zeros(17, dtype=acg.long), acg.tensor([3, 4, 5, 6, 7])
+    y[1:6] = ix  # warm (and y becomes a host value)
+    assert type(y._store) is np.ndarray
+    assert _program_calls(lambda: y.__setitem__(slice(1, 6), ix)) == 0
+    assert _program_calls(lambda: y.__setitem__(slice(5, None), -1)) == 0
+    assert _program_calls(lambda: y[2:9]) == 0 and _program_calls(lambda: y[3]) == 0
+    ref = np.zeros(17, np.int64)
+    ref[1:6] = [3, 4, 5, 6, 7]
+    ref[5:] = -1
+    np.testing.assert_array_equal(y.numpy(), ref)
+    v = y[2:9]
+    v[1] = 42  # a write through the view reaches y, as in PyTorch
+    assert y[3].item() == 42 and y[2:9].tolist() == ref[2:9].tolist()[:1] + [42] + ref[4:9].tolist()
+    before = y._version
+    y[0] = 1
+    assert y._version == before + 1  # autograd's version counter sees the write
+    with pytest.raises(IndexError, match="index 17 is out of bounds for dimension 0 with size 17"):
+        y[17] = 1
+    assert y.numpy()[0] == 1  # a failed write left the value as it was
 
 
 # -- the makemore sample, TensorDataset, default_collate, DataLoader ---------------------------
