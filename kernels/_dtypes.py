@@ -104,10 +104,13 @@ def _combine(higher: np.dtype | None, lower: np.dtype | None) -> np.dtype | None
 
 def result_type(*values: Any) -> np.dtype:
     """PyTorch's result dtype of an elementwise op over tensors and Python scalars."""
-    if len(values) == 2:  # two host values of one dtype (numpy has no weak types): that dtype
-        x, y = values
-        if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype == y.dtype:
-            return x.dtype
+    if values and type(values[0]) is np.ndarray:  # host values of one dtype (numpy has no
+        dtype = values[0].dtype  # weak types): that dtype, without the tiers
+        for v in values:
+            if type(v) is not np.ndarray or v.dtype != dtype:
+                break
+        else:
+            return dtype
     tiers: list[np.dtype | None] = [None, None, None]  # scalars, zero-dim, dimensioned
     for v in values:
         if v is None:

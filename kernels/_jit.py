@@ -81,7 +81,10 @@ class _InsideTrace(Exception):
 def _arrays_only(v: Any) -> bool:
     """A traced value a shape check can judge from its shape and dtype alone."""
     if isinstance(v, (list, tuple)):
-        return all(_arrays_only(x) for x in v)
+        for x in v:  # a loop, not all(genexpr): cat/stack of many tensors is a hot path
+            if type(x) is not _ARRAY and type(x) is not _NDARRAY and not _arrays_only(x):
+                return False
+        return True
     return isinstance(v, (jax.Array, np.ndarray))
 
 
