@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from autograd_compile.dispatch import DISPATCHER
 from autograd_compile.errors import OpError, op_error
@@ -60,8 +61,16 @@ def _roll(x: Any, shifts: Any, dims: Any = ()) -> Any:
     return jnp.roll(x, tuple(shifts), tuple(wrap_dim(d, x.ndim) for d in dims))
 
 
+def _host_roll(x: Any, shifts: Any, dims: Any = ()) -> Any:
+    """``_roll`` on numpy (the host tier): makemore rolls its (batch, block) index tensor
+    once per position, every step."""
+    if not dims:
+        return np.roll(x.reshape(-1), shifts[0]).reshape(x.shape)
+    return np.roll(x, tuple(shifts), tuple(wrap_dim(d, x.ndim) for d in dims))
+
+
 roll = defop("roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", _roll,
-             shape=_roll_rule, check=True, save=(),
+             shape=_roll_rule, check=True, save=(), host=_host_roll,
              backward=lambda g, x, shifts, dims, out: roll(g, [-s for s in shifts], dims))
 
 
