@@ -33,6 +33,13 @@ def record(obj: Any, slot: str) -> None:
         stack[-1].append((obj, slot, getattr(obj, slot)))
 
 
+def entries() -> list | None:
+    """The innermost transaction's log (None outside a backward): a loop of writes appends
+    ``(obj, slot, old value)`` to it once per write, as :func:`record` does."""
+    stack = _STATE.stack
+    return stack[-1] if stack else None
+
+
 class transaction:
     """Run a block; if it raises, undo every recorded write (newest first). (A class,
     not a generator context manager: it wraps every backward.)"""

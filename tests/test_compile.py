@@ -230,6 +230,30 @@ def forward(self, x, l1_weight, l1_bias, l2_weight, l2_bias):
         "sym_size_2 = sym_size(l2_weight, 1)" in bw
 
 
+def test_backward_recomputes_a_chain_of_cheap_ops() -> None:
+    """tanh's ``1 - y*y`` is two cheap ops on the saved ``y``: the backward recomputes
+    them (the forward program returns the activations only), with eager's gradients."""
+    ws = [rnd(8, 8, requires_grad=True) for _ in range(3)]
+    x = rnd(4, 8)
+
+    def loss_fn(x, *ws):
+        h = x
+        for w in ws:
+            h = acg.tanh(h @ w)
+        return (h * h).mean()
+    compiled = acg.compile(loss_fn)
+    compiled(x, *ws).backward()
+    got = [w.grad for w in ws]
+    for w in ws:
+        w.grad = None
+    loss_fn(x, *ws).backward()
+    for g, w in zip(got, ws):
+        assert_close(g, w.grad)
+    region = compiled._entries[0].region
+    assert region.n_saved_fw == 3  # the three activations; no ``1 - y*y``
+    assert "ops.acg.sub" in region.backward_graph.code
+
+
 # -- guards --------------------------------------------------------------------------------
 
 def _retraced_because(caplog, call) -> str:

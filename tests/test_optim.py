@@ -365,3 +365,22 @@ def test_docstring_examples_run():
     for module in (acg.optim, _rules, algorithms, optimizer):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_sgd_state_appears_when_momentum_is_turned_on_later() -> None:
+    """Plain SGD skips the per-parameter state init each step; a group whose momentum is
+    set after some steps gets its buffer then, as in PyTorch."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    w0, grads = rng.standard_normal(4), [rng.standard_normal(4) for _ in range(4)]
+    w, tw = acg.nn.Parameter(acg.tensor(w0)), torch.nn.Parameter(torch.tensor(w0))
+    opt, topt = acg.optim.SGD([w], lr=0.1), torch.optim.SGD([tw], lr=0.1)
+    for k, g in enumerate(grads):
+        if k == 2:
+            opt.param_groups[0]["momentum"] = topt.param_groups[0]["momentum"] = 0.9
+        w.grad, tw.grad = acg.tensor(g), torch.tensor(g)
+        opt.step()
+        topt.step()
+        assert_close(w.detach().numpy(), tw.detach().numpy(), rtol=1e-12, atol=1e-12)
+    assert_close(opt.state[w]["momentum_buffer"].numpy(),
+                 topt.state[tw]["momentum_buffer"].numpy(), rtol=1e-12, atol=1e-12)

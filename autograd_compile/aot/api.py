@@ -73,8 +73,12 @@ class CompiledFunction:
             return self._whole(args, kwargs)
         leaves, spec = flatten_call(args, kwargs)
         state = self._modules.tensors()
-        sig = self._signature(leaves, spec, state)
-        sizes = [s for t in leaves for s in t.shape]
+        metas, sizes = [], []
+        for t in leaves:  # one shape read per argument: its rank (signature), its sizes
+            shape = t.shape
+            metas.append((t.dtype, t._requires_grad, len(shape)))
+            sizes.extend(shape)
+        sig = self._signature(leaves, spec, state, tuple(metas))
         if self.dynamic:
             sizes += [s for t in state for s in t.shape]
         for entry in self._entries:
@@ -91,10 +95,12 @@ class CompiledFunction:
             return self._fn(*args, **kwargs)
         return entry.region(leaves + state)
 
-    def _signature(self, leaves: list[Tensor], spec: tuple, state: list[Tensor]) -> tuple:
+    def _signature(self, leaves: list[Tensor], spec: tuple, state: list[Tensor],
+                   metas: tuple | None = None) -> tuple:
         dyn = self.dynamic
-        return (TLS.grad_enabled, self._modules.training(), spec,
-                tuple([(t.dtype, t._requires_grad, t.ndim) for t in leaves]),
+        if metas is None:
+            metas = tuple([(t.dtype, t._requires_grad, t.ndim) for t in leaves])
+        return (TLS.grad_enabled, self._modules.training(), spec, metas,
                 tuple([(id(t), t.dtype, t._requires_grad, t.ndim if dyn else t.shape)
                        for t in state]), active_autocast())
 

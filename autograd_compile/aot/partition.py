@@ -140,17 +140,42 @@ def _through_views(saved: set[Node], primal_of: dict, outputs: set[Node]) -> set
 
 def _recompute(saved: set[Node], primal_of: dict, outputs: set[Node]) -> set[Node]:
     """Saved intermediates that are cheap to recompute from inputs the backward has
-    anyway (saved ones, or primals); one level deep, so nothing saved is added."""
+    anyway (saved ones, or primals), through a short chain of cheap ops (tanh's
+    ``1 - y*y`` from a saved ``y``): nothing saved is added."""
     out: set[Node] = set()
     used: set[Node] = set()
     for n in sorted(saved, key=lambda x: x.name):
-        if n in primal_of or n in outputs or n in used or not _op_in(n, _CHEAP):
+        if n in used:
             continue
-        ins = [a for a in n.all_input_nodes if not is_size(a)]
-        if ins and all(a in primal_of or (a in saved and a not in out) for a in ins):
-            out.add(n)
-            used.update(ins)
+        chain = _cheap_chain(n, saved, out, primal_of, outputs, _CHAIN_DEPTH)
+        if chain is not None:
+            out |= chain
+            used.update(a for c in chain for a in c.all_input_nodes
+                        if not is_size(a) and a not in chain)
     return out
+
+
+_CHAIN_DEPTH = 3  # cheap ops recomputed in a row (one elementwise fusion in the backward)
+
+
+def _cheap_chain(n: Node, saved: set[Node], out: set[Node], primal_of: dict,
+                 outputs: set[Node], depth: int) -> set[Node] | None:
+    """``n`` and the cheap ops between it and values the backward has (primals, saved
+    values not recomputed), or None when it cannot be recomputed within ``depth`` ops."""
+    if n in primal_of or n in outputs or not _op_in(n, _CHEAP):
+        return None
+    ins = [a for a in n.all_input_nodes if not is_size(a)]
+    if not ins:
+        return None
+    chain = {n}
+    for a in ins:
+        if a in primal_of or (a in saved and a not in out):
+            continue
+        sub = _cheap_chain(a, saved, out, primal_of, outputs, depth - 1) if depth > 1 else None
+        if sub is None:
+            return None
+        chain |= sub
+    return chain
 
 
 def _checkpointed(nodes: list[Node], saved: set[Node], primal_of: dict, outputs: set[Node]

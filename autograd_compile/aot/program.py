@@ -22,7 +22,7 @@ from ..kernels import _xp
 from ..autograd.node import AccumulateGrad, Node, TensorMeta, gradient_edge
 from ..autograd.saved import _FREED, UNPACK_OVERRIDE, SavedVariable
 from ..backends.jax import _call_op, _load
-from ..compiled_autograd.collect import VISITORS, NodeState
+from ..compiled_autograd.collect import VISITORS, Collector, NodeState
 from ..dispatch.dispatcher import OpOverload
 from ..dispatch.keys import TLS
 from ..tracing.fake import FakeTensor
@@ -248,6 +248,8 @@ def _visit(node: CompiledFunctionBackward, v: Any) -> NodeState:
     replay hands out are what ``apply`` unpacks (so the inlined backward reads inputs)."""
     if node.saved is None:
         raise RuntimeError(_FREED)
+    if type(v) is Collector:  # every backward: the same items, fewer property reads
+        return _collect(node, v)
     v.const((CompiledFunctionBackward, node.region))
     state = []
     for k, s in enumerate(node.saved):
@@ -257,6 +259,28 @@ def _visit(node: CompiledFunctionBackward, v: Any) -> NodeState:
             t = v.tensor(s if isinstance(s, Tensor) else _make(s))
             if isinstance(t, FakeTensor):  # keyed by slot: two nodes may hold one array
                 UNPACK_OVERRIDE[(id(node), k)] = t
+            state.append(t)
+    return NodeState(state)
+
+
+def _collect(node: CompiledFunctionBackward, col: Collector) -> NodeState:
+    """``_visit`` for a plain collect (no capture, so no fakes): a saved array adds what
+    ``col.tensor(_make(array))`` adds, read from the array itself."""
+    key, sizes, inputs = col.key, col.sizes, col.inputs
+    key.append((CompiledFunctionBackward, node.region))
+    state = []
+    for s in node.saved:
+        kind = type(s)
+        if kind is SavedVariable:
+            state.append(col.saved(s, node))
+        elif kind is not _xp._ARRAY:  # a Tensor (or a host array): as ``_visit``
+            state.append(col.tensor(s if isinstance(s, Tensor) else _make(s)))
+        else:  # a device array (a forward residual or a snapshot): a fresh plain tensor
+            shape = s.shape
+            key.append(("T", s.dtype, len(shape), False))
+            sizes.extend(shape)
+            t = _make(s)
+            inputs.append(t)
             state.append(t)
     return NodeState(state)
 

@@ -287,9 +287,19 @@ class JaxProgram:
         static = seg.static_of(self._static_sizes(sizes))
         out = seg.fn((), tuple([inputs[i]._data for i in seg.input_ids]),
                      np.asarray(scalars, dtype=np.float64) if scalars else None, static)
-        plain = not TLS.mode_stack
-        for fn, leaf_i, out_i in writes:
-            _write(fn, leaves[leaf_i], out[out_i], plain)
+        if TLS.mode_stack:  # a mode sees every write through the op layer
+            for fn, leaf_i, out_i in writes:
+                _write(fn, leaves[leaf_i], out[out_i], False)
+            return ()
+        log = journal.entries()
+        for fn, leaf_i, out_i in writes:  # _write(..., plain=True), inlined
+            leaf = leaves[leaf_i]
+            if fn is accumulate_grad and leaf._grad is None:
+                if log is not None:
+                    log.append((leaf, "_grad", None))  # journal.record: a failure undoes it
+                leaf._grad = _make(out[out_i])
+            else:
+                fn(leaf, _make(out[out_i]))
         return ()
 
     def _static_sizes(self, sizes: list[int]) -> dict[Node, int]:

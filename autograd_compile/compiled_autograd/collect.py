@@ -430,8 +430,15 @@ class Collector:
             sizes.extend(shape)
 
     def tensor(self, t: Tensor) -> Tensor:
-        self.key.append(("T", t.dtype, len(t.shape), t.requires_grad))
-        self.sizes.extend(t.shape)
+        ok = _AVAL_OK.get(type(t))
+        aval = getattr(t._data, "aval", None) if ok else _aval(t) if ok is None else None
+        if aval is None:
+            self.key.append(("T", t.dtype, len(t.shape), t.requires_grad))
+            self.sizes.extend(t.shape)
+        else:  # the same items, read from the aval (as saved() does)
+            shape = aval.shape
+            self.key.append(("T", aval.dtype, len(shape), t._requires_grad))
+            self.sizes.extend(shape)
         self.inputs.append(t)
         return t
 

@@ -85,6 +85,9 @@ class SGD(Optimizer):
             return {"momentum_buffer": jnp.zeros_like(p)}
         return {}
 
+    def _stateless(self, g: dict) -> bool:
+        return not (g["momentum"] != 0 and g["dampening"] == 0)  # _init_state's test
+
 
 class Adam(Optimizer):
     """Adam (Kingma & Ba), L2 weight decay added to the gradient; ``amsgrad`` keeps max v.

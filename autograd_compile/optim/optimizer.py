@@ -207,6 +207,9 @@ class Optimizer:
 
     def _states_of(self, params: list[Tensor], group: dict) -> list[dict[str, Tensor]]:
         """Each parameter's state dict, created (``_init_state``) at its first step."""
+        if self._stateless(group):  # nothing to create: no per-parameter init call per step
+            state = self.state
+            return [state[p] for p in params]
         out = []
         for p in params:
             state = self.state[p]
@@ -239,6 +242,10 @@ class Optimizer:
 
     def _init_state(self, p: jax.Array, group: dict) -> dict[str, jax.Array]:
         return {}
+
+    def _stateless(self, group: dict) -> bool:
+        """True when ``_init_state`` gives every parameter of ``group`` an empty state."""
+        return type(self)._init_state is Optimizer._init_state
 
     # -- checkpoints ----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
