@@ -442,6 +442,11 @@ def _unwrap(v: Any) -> Any:
     return v
 
 
+class HostValueInTrace(Exception):
+    """A host-aware kernel got host (numpy) values next to a jax tracer: the adapter calls
+    it again with every tensor's jax array (kernels/_jit.py raises it)."""
+
+
 # A numpy value larger than this goes to a host-aware kernel as a jax array, moved once
 # and kept on the tensor: such a size runs as an XLA program, which would otherwise copy
 # it in on every call (kernels/_xp.py's HOST_LIMIT, in elements).
@@ -485,15 +490,16 @@ def _backend_call(op: Any, fn: Callable, args: tuple, kwargs: dict) -> Any:
     kernel (kernels/_jit.py's) has an entry ``_acg_host`` that also takes and returns numpy
     arrays (the host tier's results, kept as they are)."""
     host = getattr(fn, "_acg_host", None)
-    if host is not None:
-        fn = host
-        arrays = [_stored(a) if type(a) is Tensor else _unwrap_stored(a) for a in args]
-        kw = {k: _unwrap_stored(v) for k, v in kwargs.items()} if kwargs else {}
-    else:
-        arrays = [a._data if type(a) is Tensor else _unwrap(a) for a in args]
-        kw = {k: _unwrap(v) for k, v in kwargs.items()} if kwargs else {}
     try:
-        out = fn(*arrays, **kw)
+        if host is not None:
+            try:
+                out = host(*[_stored(a) if type(a) is Tensor else _unwrap_stored(a) for a in args],
+                           **({k: _unwrap_stored(v) for k, v in kwargs.items()} if kwargs else {}))
+            except HostValueInTrace:  # next to tracers: the tensors' own jax arrays, so a
+                host = None  # trace sees (and may guard) each captured tensor's value
+        if host is None:
+            out = fn(*[a._data if type(a) is Tensor else _unwrap(a) for a in args],
+                     **({k: _unwrap(v) for k, v in kwargs.items()} if kwargs else {}))
     except Exception as e:  # name the op, shapes and dtypes, not only jax's message
         from .errors import op_error
         raise op_error(op, args, kwargs, e) from e

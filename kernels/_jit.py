@@ -20,6 +20,7 @@ import numpy as np
 
 from autograd_compile import runtime_checks
 from autograd_compile.dispatch.schema import FunctionSchema
+from autograd_compile.tensor import HostValueInTrace
 
 from . import _xp
 
@@ -62,6 +63,14 @@ def _hashable(v: Any) -> Any:
 def _value(key: tuple) -> Any:
     kind, v = key
     return tuple(_value(x) for x in v) if kind is tuple else v
+
+
+def _has_host_value(v: Any) -> bool:
+    if type(v) is np.ndarray:
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(_has_host_value(x) for x in v)
+    return isinstance(v, dict) and _has_host_value(tuple(v.values()))
 
 
 def _jax_values(v: Any) -> Any:
@@ -166,6 +175,8 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
                 else:
                     fixed.append(_hashable(v))
         except _InsideTrace:  # an enclosing jit (e.g. the JAX backend) compiles it anyway
+            if keep and _has_host_value((args, kwargs)):
+                raise HostValueInTrace from None
             args, kwargs = _jax_values(args), {k: _jax_values(v) for k, v in kwargs.items()}
             return (kernel if check is None else checked)(*args, **kwargs)
         key = tuple(fixed)
