@@ -490,6 +490,11 @@ def _int_step(i: Any, shape: tuple, orig: int, d: int) -> tuple:
 def steps_of(shape: tuple, index: Any) -> list[tuple]:
     """The op chain of ``x[index]``: ("select", d, i), ("slice", d, start, end, step),
     ("unsqueeze", d) and at most one final ("index", [tensor or None per dim])."""
+    if type(index) is slice and index.step is None and shape and type(shape[0]) is int:
+        if index.start is None and index.stop is None:  # x[:] (the data path's common
+            return []  # indexes first, without the general walk)
+        start, stop, _ = slice_length(shape[0], index.start, index.stop, 1)
+        return [("slice", 0, start, stop, 1)]
     steps, adv, d, orig = [], {}, 0, 0
     for i in _normalise(shape, index):
         if i is None:
@@ -595,7 +600,10 @@ def _host_setitem(x: Tensor, steps: list, value: Any) -> bool:
     for step in steps:
         target = _np_step(target, step)
     try:
-        with np.errstate(all="ignore"):  # a cast as PyTorch's .to(), without warnings
+        if type(value) is np.ndarray and value.dtype != arr.dtype:
+            with np.errstate(all="ignore"):  # a cast as PyTorch's .to(), without warnings
+                target[...] = value
+        else:  # a number, or the same dtype: nothing to warn about
             target[...] = value
     except (ValueError, TypeError, OverflowError):  # PyTorch's error comes from the ops
         return False
