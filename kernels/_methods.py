@@ -13,10 +13,13 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from autograd_compile.devices import device
-from autograd_compile.tensor import Tensor
+from autograd_compile.dispatch.keys import TLS
+from autograd_compile.tensor import Tensor, _make
 
+from . import _xp
 from . import api as A
 from . import api_select
 from . import elementwise as E
@@ -210,6 +213,63 @@ def _reflected(fn: Callable) -> Callable:
     return op
 
 
+def _plain_binary(np_fn: Callable, name: str, x: Any, y: Any) -> Any:
+    """``np_fn(x, y)`` for an exact elementwise operator (+, -, *, comparisons) on plain host
+    tensors, without the dispatcher; None when the op path must run it.
+
+    Plain: a tensor without autograd history holding a numpy value, and another such
+    tensor of the same dtype (no promotion question) or a Python number of the tensor's
+    kind (numpy keeps the array's dtype for it, as PyTorch does); no mode, the tier not
+    forced, a size the op path also runs on the host. These operators round exactly alike
+    in numpy and XLA, so the result has the op path's bits."""
+    if type(x) is not Tensor or x._requires_grad or TLS.mode_stack or TLS.included or \
+            _xp.FORCE is not None:
+        return None
+    a = x._store
+    if type(a) is not np.ndarray or a.dtype.kind not in "fiu":
+        return None
+    if type(y) is Tensor:
+        b = y._store
+        if y._requires_grad or type(b) is not np.ndarray or b.dtype != a.dtype or \
+                a.size + b.size > _xp.HOST_MAX_ELEMENTS:
+            return None
+    elif (type(y) is float and a.dtype.kind == "f") or type(y) is int:
+        b = y
+        if a.size > _xp.HOST_MAX_ELEMENTS:
+            return None
+    else:
+        return None
+    try:
+        with np.errstate(all="ignore"):  # IEEE results, as XLA gives, without warnings
+            out = np_fn(a, b)
+    except Exception:  # an int outside the dtype, shapes that do not broadcast: the op
+        return None  # path gives PyTorch's answer or error
+    out = np.asarray(out)  # (0-d inputs give a numpy scalar)
+    if out.dtype != a.dtype and out.dtype != np.bool_:
+        return None
+    out.flags.writeable = False
+    _xp.STATS[name] += 1
+    return _make(out)
+
+
+def _fast(np_fn: Callable, name: str, fn: Callable, reflected: bool = False) -> Callable:
+    """An operator that tries :func:`_plain_binary` before the op."""
+    slow = _reflected(fn) if reflected else _forward(fn)
+
+    def op(self: Tensor, other: Any) -> Any:
+        out = _plain_binary(np_fn, name, self, other) if not reflected else \
+            _plain_binary(lambda a, b: np_fn(b, a), name, self, other)
+        return slow(self, other) if out is None else out
+    return op
+
+
+_PLAIN = {"add": (np.add, "add_Tensor"), "sub": (np.subtract, "sub_Tensor"),
+          "mul": (np.multiply, "mul_Tensor"), "eq": (np.equal, "eq_Tensor"),
+          "ne": (np.not_equal, "ne_Tensor"), "lt": (np.less, "lt_Tensor"),
+          "le": (np.less_equal, "le_Tensor"), "gt": (np.greater, "gt_Tensor"),
+          "ge": (np.greater_equal, "ge_Tensor")}
+
+
 def _operators() -> dict[str, Any]:
     ops = {
         "add": A.add, "sub": A.sub, "mul": A.mul, "truediv": A.div, "floordiv": A.floor_divide,
@@ -218,10 +278,11 @@ def _operators() -> dict[str, Any]:
     }
     m: dict[str, Any] = {}
     for name, fn in ops.items():
-        m[f"__{name}__"] = _forward(fn)
-        m[f"__r{name}__"] = _reflected(fn)
+        plain = _PLAIN.get(name)
+        m[f"__{name}__"] = _fast(*plain, fn) if plain else _forward(fn)
+        m[f"__r{name}__"] = _fast(*plain, fn, reflected=True) if plain else _reflected(fn)
     for name in ("eq", "ne", "lt", "le", "gt", "ge"):
-        m[f"__{name}__"] = _forward(getattr(A, name))
+        m[f"__{name}__"] = _fast(*_PLAIN[name], getattr(A, name))
     inplace = {"add": E.add_, "sub": E.sub_, "mul": E.mul_, "truediv": E.div_, "pow": _pow_}
     for name, fn in inplace.items():
         m[f"__i{name}__"] = _forward(inplace_method(fn))

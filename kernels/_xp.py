@@ -304,6 +304,8 @@ COMPILE_COST = float(os.environ.get("ACG_HOST_BUDGET_MS", "20")) / 1000
 # at once: a program pays for itself within a few calls of that size.
 HOST_LIMIT = float(os.environ.get("ACG_HOST_MAX_US", "100")) / 1e6
 _COSTS: dict[tuple, float] = {}  # avals -> one host call's estimated seconds
+HOST_MAX_ELEMENTS = int((HOST_LIMIT - 5e-6) / 2e-9)  # the elements host_cost lets through
+
 
 
 def host_cost(sig: tuple) -> float:

@@ -314,3 +314,34 @@ def test_a_donated_parameter_never_clobbers_a_host_view() -> None:
         step(acg.ones(3, 4))
     assert row.tolist() == before
     assert lin.weight.detach()[0].tolist() != before
+
+
+def test_operators_on_plain_host_tensors_skip_the_dispatcher() -> None:
+    """+, -, * and comparisons of plain host tensors are numpy's own (no kernel call), with
+    PyTorch's dtypes; anything with autograd history, a promotion or a mode takes the op."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    for dt in (np.float32, np.float64, np.int64, np.int32, np.uint8):
+        a = (rng.standard_normal((3, 4)) * 5).astype(dt)
+        b = (rng.standard_normal(4) * 5).astype(dt)
+        for f in (lambda x, y: x + y, lambda x, y: x - y, lambda x, y: x * y,
+                  lambda x, y: x == y, lambda x, y: x < y, lambda x, y: x >= y,
+                  lambda x, y: 2 - x, lambda x, y: x * 3, lambda x, y: x[0, 0] * y):
+            ours, theirs = f(acg.tensor(a), acg.tensor(b)), f(torch.tensor(a), torch.tensor(b))
+            assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+            np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    x, y = acg.tensor(a.astype(np.float32)), acg.tensor(b.astype(np.float32))
+    before = _xp.STATS["mul_Tensor"]
+    import cProfile
+    import pstats
+    prof = cProfile.Profile()
+    prof.runcall(lambda: (x * y, x + 0.5, x < y))
+    calls = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    assert not any(f.endswith("kernels/_jit.py") for (f, _, _) in calls)
+    assert _xp.STATS["mul_Tensor"] == before + 1
+    assert (acg.tensor([1, 2]) * 0.5).dtype == acg.float32  # a promotion: the op path
+    w = acg.tensor([1.0, 2.0], requires_grad=True)
+    (w * acg.tensor([3.0, 4.0])).sum().backward()  # autograd history: the op path
+    assert w.grad.tolist() == [3.0, 4.0]
+    with pytest.raises(RuntimeError, match="must match the size"):
+        acg.ones(3) + acg.ones(4)  # numpy's broadcasting error becomes PyTorch's
