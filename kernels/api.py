@@ -590,9 +590,36 @@ def unflatten(input: Tensor, dim: int, sizes: Sequence[Any]) -> Tensor:
     return _reshaped(input, S.reshape, list(shape[:d]) + list(sizes) + list(shape[d + 1:]))
 
 
+def _host_join(np_join: Callable, tensors: Sequence[Any], dim: Any, new_dim: int
+               ) -> Tensor | None:
+    """``np_join(values, axis=dim)`` when every tensor is a plain host value of one dtype
+    (no autograd history, no mode, the tier not forced, a host-tier size): numpy's join,
+    without the dispatcher. None: the op joins them (promotion, checks, PyTorch's errors)."""
+    if TLS.mode_stack or TLS.included or _xp.FORCE is not None or not tensors or \
+            type(dim) is not int:
+        return None
+    arrays, total = [], 0
+    for t in tensors:
+        if type(t) is not Tensor or t._requires_grad or type(t._store) is not np.ndarray:
+            return None
+        arrays.append(t._store)
+        total += t._store.size
+    dtype, ndim = arrays[0].dtype, arrays[0].ndim + new_dim
+    if total > _xp.HOST_MAX_ELEMENTS or not -ndim <= dim < ndim or \
+            builtins.any(a.dtype != dtype or a.shape == (0,) for a in arrays):
+        return None  # (PyTorch's cat skips legacy empty 1-d tensors: the op knows)
+    try:
+        out = np_join(arrays, axis=dim)
+    except ValueError:  # shapes that do not join: the op raises PyTorch's error
+        return None
+    out.flags.writeable = False
+    return _make(out)
+
+
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join tensors along an existing dim (dtypes promote)."""
-    return S.cat(list(tensors), dim)
+    out = _host_join(np.concatenate, tensors, dim, 0)
+    return S.cat(list(tensors), dim) if out is None else out
 
 
 concat = concatenate = cat
@@ -600,7 +627,8 @@ concat = concatenate = cat
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join same-shaped tensors along a new dim."""
-    return S.stack(list(tensors), dim)
+    out = _host_join(np.stack, tensors, dim, 1)
+    return S.stack(list(tensors), dim) if out is None else out
 
 
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:

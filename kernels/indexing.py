@@ -490,6 +490,8 @@ def _int_step(i: Any, shape: tuple, orig: int, d: int) -> tuple:
 def steps_of(shape: tuple, index: Any) -> list[tuple]:
     """The op chain of ``x[index]``: ("select", d, i), ("slice", d, start, end, step),
     ("unsqueeze", d) and at most one final ("index", [tensor or None per dim])."""
+    if type(index) is int and shape and type(shape[0]) is int:  # x[i]: one select
+        return [_int_step(index, shape, 0, 0)]
     if type(index) is slice and index.step is None and shape and type(shape[0]) is int:
         if index.start is None and index.stop is None:  # x[:] (the data path's common
             return []  # indexes first, without the general walk)

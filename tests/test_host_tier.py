@@ -345,3 +345,23 @@ def test_operators_on_plain_host_tensors_skip_the_dispatcher() -> None:
     assert w.grad.tolist() == [3.0, 4.0]
     with pytest.raises(RuntimeError, match="must match the size"):
         acg.ones(3) + acg.ones(4)  # numpy's broadcasting error becomes PyTorch's
+
+
+def test_joins_of_plain_host_tensors_are_numpys() -> None:
+    """cat/stack of plain host tensors of one dtype are numpy's joins (no kernel call), with
+    PyTorch's shapes; mixed dtypes, autograd history and bad shapes take the op."""
+    import cProfile
+    import pstats
+    a, b = acg.tensor(np.arange(6.0).reshape(2, 3)), acg.ones(2, 3, dtype=acg.float64)
+    prof = cProfile.Profile()
+    outs = prof.runcall(lambda: [acg.cat([a, b], -1), acg.stack([a, b], 1), a[1]])
+    assert not any(f.endswith("kernels/_jit.py") for (f, _, _) in pstats.Stats(prof).stats)
+    np.testing.assert_array_equal(outs[0].numpy(), np.concatenate([a.numpy(), b.numpy()], -1))
+    np.testing.assert_array_equal(outs[1].numpy(), np.stack([a.numpy(), b.numpy()], 1))
+    assert outs[2].tolist() == [3.0, 4.0, 5.0]
+    assert acg.cat([a, acg.tensor([[1, 2, 3]])]).dtype == acg.float64  # promotion: the op
+    w = acg.ones(3, requires_grad=True)
+    acg.stack([w, w * 2]).sum().backward()  # autograd history: the op, with its backward
+    assert w.grad.tolist() == [3.0, 3.0, 3.0]
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
+        acg.stack([a, b[0]])
