@@ -461,12 +461,35 @@ def amin(input: Tensor, dim: _Dim = (), keepdim: builtins.bool = False) -> Tenso
     return R.amin(input, _dims(dim) or [], keepdim)
 
 
+def _host_arg(np_arg: Callable, input: Any, dim: Any, keepdim: Any) -> Tensor | None:
+    """argmax/argmin of a host value computed by numpy without the dispatcher (the op has
+    no gradient, so autograd history does not matter); None: the op runs it (modes, a
+    forced tier, big or empty values, bool/complex dtypes, 0-d, a bad dim: its errors)."""
+    if type(input) is not Tensor or TLS.mode_stack or TLS.included or _xp.FORCE is not None:
+        return None
+    a = input._store
+    if type(a) is not np.ndarray or not a.ndim or not a.size or a.dtype.kind not in "fiu" \
+            or a.size > _xp.HOST_MAX_ELEMENTS or type(keepdim) is not builtins.bool:
+        return None
+    if dim is None:  # the flattened index, as PyTorch
+        out = np.asarray(np_arg(a)).reshape((1,) * a.ndim if keepdim else ())
+    elif type(dim) is int and -a.ndim <= dim < a.ndim:
+        out = np.asarray(np_arg(a, axis=dim, keepdims=keepdim))  # first of ties/NaNs, as PyTorch
+    else:
+        return None
+    out = out.astype(np.int64)
+    out.flags.writeable = False
+    return _make(out)
+
+
 def argmax(input: Tensor, dim: int | None = None, keepdim: builtins.bool = False) -> Tensor:
-    return R.argmax(input, dim, keepdim)
+    out = _host_arg(np.argmax, input, dim, keepdim)
+    return R.argmax(input, dim, keepdim) if out is None else out
 
 
 def argmin(input: Tensor, dim: int | None = None, keepdim: builtins.bool = False) -> Tensor:
-    return R.argmin(input, dim, keepdim)
+    out = _host_arg(np.argmin, input, dim, keepdim)
+    return R.argmin(input, dim, keepdim) if out is None else out
 
 
 def _correction(dim: Any, unbiased: Any, correction: Any) -> tuple[Any, Any]:

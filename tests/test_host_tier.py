@@ -365,3 +365,28 @@ def test_joins_of_plain_host_tensors_are_numpys() -> None:
     assert w.grad.tolist() == [3.0, 3.0, 3.0]
     with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
         acg.stack([a, b[0]])
+
+
+def test_argmax_of_host_values_is_numpys() -> None:
+    """argmax/argmin of host values: numpy's first-of-ties (NaN counts as the max, as in
+    PyTorch), int64, every dim/keepdim form, no kernel call; bad dims take the op's error."""
+    torch = pytest.importorskip("torch")
+    import cProfile
+    import pstats
+    rng = np.random.default_rng(5)
+    values = [rng.standard_normal((3, 4)).astype(np.float32), rng.integers(0, 3, (2, 3, 4)),
+              np.array([1.0, np.nan, 3.0, np.nan], np.float32)]
+    forms = [lambda t: t.argmax(), lambda t: t.argmin(), lambda t: t.argmax(-1),
+             lambda t: t.argmin(0, keepdim=True), lambda t: t.argmax(keepdim=True)]
+    for v in values:
+        for f in forms:
+            ours, theirs = f(acg.tensor(v)), f(torch.tensor(v))
+            assert ours.dtype == acg.int64 and tuple(ours.shape) == tuple(theirs.shape)
+            np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    x = acg.tensor(values[0], requires_grad=True)  # no gradient either way: numpy's too
+    prof = cProfile.Profile()
+    out = prof.runcall(lambda: x.argmax(1))
+    assert not any(f.endswith("kernels/_jit.py") for (f, _, _) in pstats.Stats(prof).stats)
+    assert out.grad_fn is None and not out.requires_grad
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.argmax(2)
