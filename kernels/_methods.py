@@ -16,7 +16,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from autograd_compile.devices import device
-from autograd_compile.dispatch.keys import TLS
 from autograd_compile.tensor import Tensor, _make
 
 from . import _xp
@@ -222,8 +221,7 @@ def _plain_binary(np_fn: Callable, name: str, x: Any, y: Any) -> Any:
     kind (numpy keeps the array's dtype for it, as PyTorch does); no mode, the tier not
     forced, a size the op path also runs on the host. These operators round exactly alike
     in numpy and XLA, so the result has the op path's bits."""
-    if type(x) is not Tensor or x._requires_grad or TLS.mode_stack or TLS.included or \
-            _xp.FORCE is not None:
+    if type(x) is not Tensor or x._requires_grad or not _xp.unobserved():
         return None
     a = x._store
     if type(a) is not np.ndarray or a.dtype.kind not in "fiu":

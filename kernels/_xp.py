@@ -32,6 +32,8 @@ import jax
 import jax.numpy as _jnp
 import numpy as np
 
+from autograd_compile.dispatch.keys import TLS
+
 from ._transfer import to_device
 
 _state = threading.local()  # .active: a host kernel is running in this thread
@@ -273,6 +275,12 @@ def _ask_backend() -> bool:
         _CPU0[0] = jax.sharding.SingleDeviceSharding(jax.devices("cpu")[0])
     return ENABLED
 FORCE: str | None = None  # "host" or "xla": every eligible call takes that tier (tests)
+
+
+def unobserved() -> bool:
+    """No mode, no extra dispatch key and no forced tier: an eager op on host values may
+    skip the dispatcher (kernels' fast paths for plain host tensors ask this first)."""
+    return not TLS.mode_stack and not TLS.included and FORCE is None
 
 
 def host_enabled() -> bool:

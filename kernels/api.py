@@ -465,7 +465,7 @@ def _host_arg(np_arg: Callable, input: Any, dim: Any, keepdim: Any) -> Tensor | 
     """argmax/argmin of a host value computed by numpy without the dispatcher (the op has
     no gradient, so autograd history does not matter); None: the op runs it (modes, a
     forced tier, big or empty values, bool/complex dtypes, 0-d, a bad dim: its errors)."""
-    if type(input) is not Tensor or TLS.mode_stack or TLS.included or _xp.FORCE is not None:
+    if type(input) is not Tensor or not _xp.unobserved():
         return None
     a = input._store
     if type(a) is not np.ndarray or not a.ndim or not a.size or a.dtype.kind not in "fiu" \
@@ -618,8 +618,7 @@ def _host_join(np_join: Callable, tensors: Sequence[Any], dim: Any, new_dim: int
     """``np_join(values, axis=dim)`` when every tensor is a plain host value of one dtype
     (no autograd history, no mode, the tier not forced, a host-tier size): numpy's join,
     without the dispatcher. None: the op joins them (promotion, checks, PyTorch's errors)."""
-    if TLS.mode_stack or TLS.included or _xp.FORCE is not None or not tensors or \
-            type(dim) is not int:
+    if not tensors or type(dim) is not int or not _xp.unobserved():
         return None
     arrays, total = [], 0
     for t in tensors:

@@ -17,7 +17,6 @@ from autograd_compile import runtime_checks
 from autograd_compile.autograd.derivatives import alias_for_inplace
 from autograd_compile.tracing.fake import TensorMeta
 from autograd_compile.tracing.symbolic_shapes import SymInt
-from autograd_compile.dispatch.keys import TLS
 from autograd_compile.tensor import Tensor, _make
 
 from . import _xp
@@ -551,8 +550,8 @@ def _write(base: Any, new: Any, step: tuple) -> Any:
 def _host_value(x: Any) -> np.ndarray | None:
     """``x``'s value as a read-only numpy array when it is a CPU value the host tier may
     read and nothing could observe an op on it (no autograd history, no mode); else None."""
-    if (type(x) is not Tensor or x._requires_grad or x.grad_fn is not None or TLS.mode_stack
-            or TLS.included or _xp.FORCE == "xla"):
+    if type(x) is not Tensor or x._requires_grad or x.grad_fn is not None or \
+            not _xp.unobserved():
         return None
     store = x._store
     if type(store) is np.ndarray:
