@@ -442,15 +442,20 @@ def _unwrap(v: Any) -> Any:
     return v
 
 
-class HostValueInTrace(Exception):
-    """A host-aware kernel got host (numpy) values next to a jax tracer: the adapter calls
-    it again with every tensor's jax array (kernels/_jit.py raises it)."""
+class WantsDeviceValues(Exception):
+    """A host-aware kernel asks the adapter to call it again with every tensor's jax array
+    (kernels/_jit.py raises it; a numpy value crosses once and stays on its tensor)."""
+
+
+class HostValueInTrace(WantsDeviceValues):
+    """Host (numpy) values next to a jax tracer: the trace must see each tensor's own value."""
 
 
 # A numpy value larger than this goes to a host-aware kernel as a jax array, moved once
-# and kept on the tensor: such a size runs as an XLA program, which would otherwise copy
-# it in on every call (kernels/_xp.py's HOST_LIMIT, in elements).
-HOST_ELEMENTS = 50_000
+# and kept on the tensor: no op runs that size on the host, and an XLA program would
+# otherwise copy it in on every call (kernels/_xp.py's HOST_MAX_ELEMENTS, the most a
+# "stream" kernel such as an elementwise op runs on numpy).
+HOST_ELEMENTS = 380_000
 
 
 def _stored(t: Tensor) -> Any:
@@ -495,8 +500,8 @@ def _backend_call(op: Any, fn: Callable, args: tuple, kwargs: dict) -> Any:
             try:
                 out = host(*[_stored(a) if type(a) is Tensor else _unwrap_stored(a) for a in args],
                            **({k: _unwrap_stored(v) for k, v in kwargs.items()} if kwargs else {}))
-            except HostValueInTrace:  # next to tracers: the tensors' own jax arrays, so a
-                host = None  # trace sees (and may guard) each captured tensor's value
+            except WantsDeviceValues:  # next to tracers (a trace sees and may guard each
+                host = None  # captured tensor's value), or big host values into a program
         if host is None:
             out = fn(*[a._data if type(a) is Tensor else _unwrap(a) for a in args],
                      **({k: _unwrap(v) for k, v in kwargs.items()} if kwargs else {}))

@@ -44,7 +44,8 @@ def defop(schema: str, jax: Callable | None = None, *, shape: Callable | None = 
           backward: Any = _UNSET, save: SaveSpec = None,
           composite: Callable | None = None, check: bool = False, jit: bool = True,
           static: Iterable[str] = (), dynamic: Iterable[str] = (),
-          pre: Callable | None = None, host: Callable | bool = False) -> OpOverload:
+          pre: Callable | None = None, host: Callable | bool = False,
+          cost: str = "fused") -> OpOverload:
     """Define op ``acg::<name>`` and register every rule given; returns the op.
 
     jax:       kernel on jax arrays (Tensor args arrive as arrays)
@@ -60,6 +61,11 @@ def defop(schema: str, jax: Callable | None = None, *, shape: Callable | None = 
     host:      True: the kernel is written against ``_xp``'s namespaces, so it also runs
                on numpy arrays (eager shapes without a program run there, see _xp.py);
                or a numpy twin of the kernel
+    cost:      the host tier's cost model for the kernel (``_xp.RATES``): "fused" (several
+               passes or a contraction: XLA's fused loop wins from ~50k elements), "stream"
+               (each element touched once: numpy wins up to far larger sizes) or "part"
+               (reads only what it returns, a slice or looked-up rows: a stream kernel
+               sized by its output, so a slice of a big array is numpy's view, copied)
     """
     parsed = parse_schema(schema, default_namespace="acg")
     name = parsed.qualified_name.split("::")[1]
@@ -72,7 +78,8 @@ def defop(schema: str, jax: Callable | None = None, *, shape: Callable | None = 
         traced_check = shape if check and jit else None
         if host is True:  # a jax.numpy function as the kernel: its numpy twin on the host
             host = numpy_twin(jax) or True
-        kernel = (jitted(jax, parsed, static, dynamic, pre, traced_check, host) if jit
+        kernel = (jitted(jax, parsed, static, dynamic, pre, traced_check, host, cost, shape)
+                  if jit
                   else host_first(jax, host) if host else jax)
         LIB.impl(name, _diagnosed(kernel, jax, shape, check and not jit, name), "Backend")
     if shape is not None:
@@ -160,7 +167,7 @@ def unary(name: str, fn: Callable, backward: Any = _UNSET, save: SaveSpec = ("se
             (lambda x: twin(cast(x, to_float(x.dtype)))) if floating else twin)
     return defop(f"{name}(Tensor self) -> Tensor", kernel,
                  shape=float_like if floating else same_shape, backward=backward, save=save,
-                 host=host or False)
+                 host=host or False, cost="stream")
 
 
 def binary(name: str, fn: Callable, backward: Any = _UNSET, save: SaveSpec = None,
@@ -185,7 +192,8 @@ def binary(name: str, fn: Callable, backward: Any = _UNSET, save: SaveSpec = Non
         dtype = BOOL if out == "bool" else to_float(dtype) if out == "float" else dtype
         return TensorMeta(broadcast_shapes(shape_of(x), shape_of(y)), dtype)
     return defop(f"{name}(Tensor self, Tensor {other}{extra}) -> Tensor", build(fn), shape=rule,
-                 backward=backward, save=save, host=False if twin is None else build(twin))
+                 backward=backward, save=save, host=False if twin is None else build(twin),
+                 cost="stream")
 
 
 # -- pieces of backward formulas ----------------------------------------------------------

@@ -40,9 +40,24 @@ def set_default_float(dtype: Any) -> None:
     _DEFAULT_FLOAT[0] = d
 
 
+_AS_DTYPE: dict[Any, np.dtype] = {}  # what each spelling of a dtype means (a pure function)
+
+
 def as_dtype(dtype: Any) -> np.dtype | None:
     """Canonical ``np.dtype`` (jnp scalar types, strings and dtypes all accepted)."""
-    return None if dtype is None else _jnp.dtype(dtype)
+    if dtype is None:
+        return None
+    try:
+        return _AS_DTYPE[dtype]  # (every factory call asks: numpy's parse costs ~1 us)
+    except (KeyError, TypeError):  # new, or unhashable
+        pass
+    d = _jnp.dtype(dtype)
+    if len(_AS_DTYPE) < 256:
+        try:
+            _AS_DTYPE[dtype] = d
+        except TypeError:
+            pass
+    return d
 
 
 def category(dtype: Any) -> int:

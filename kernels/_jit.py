@@ -20,7 +20,7 @@ import numpy as np
 
 from autograd_compile import runtime_checks
 from autograd_compile.dispatch.schema import FunctionSchema
-from autograd_compile.tensor import HostValueInTrace
+from autograd_compile.tensor import HostValueInTrace, WantsDeviceValues
 
 from . import _xp
 
@@ -108,7 +108,8 @@ def clear_programs() -> None:
 
 def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
            dynamic: Iterable[str] = (), pre: Callable | None = None,
-           check: Callable | None = None, host: Callable | bool = False) -> Callable:
+           check: Callable | None = None, host: Callable | bool = False,
+           cost: str = "fused", rule: Callable | None = None) -> Callable:
     """``kernel`` (same calling convention) compiled with jax.jit, split per the schema.
 
     ``static``: Scalar/float arguments that must stay compile-time values (they decide
@@ -120,6 +121,8 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
     ``host``: the kernel (True) or a twin of it runs on numpy arrays (the host tier,
     ``_xp.py``): a CPU shape light enough for numpy runs there, always (no compile ever;
     one op and shape always gives the same bits), a heavy one gets its XLA program.
+    ``cost``: the kind of kernel for the host tier's cost model (``_xp.RATES``); a "part"
+    kernel's cost is its output's size, from its shape ``rule``.
     """
     static, dynamic = set(static), set(dynamic)
     names = tuple(a.name for a in schema.arguments)
@@ -187,9 +190,12 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
             out = on_host(key, values, args, kwargs, eager_check, keep)
             if out is not _COMPILE:
                 return out
+        if keep and _crosses_often(values):
+            raise WantsDeviceValues
         return fn(*values)
 
     host_kernel = (kernel if host is True else host) or None
+    part, rate = (rule if cost == "part" else None), _xp.RATES[cost]
     compiled: set = set()  # (static key, avals) that run as XLA programs
     hosted: set = set()  # (static key, avals) that run on the host, checked once
 
@@ -198,13 +204,20 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
         sig = _xp.host_sig(values)
         if sig is None:
             return _COMPILE
-        sig = (key, sig)
+        if part is None:
+            sig = (key, sig)
+        else:  # its cost is its result's size, which traced bounds decide: in the key
+            try:
+                sig = (key, sig, _xp.part_cost(part(*args, **kwargs)))
+            except Exception:  # bad bounds: the op's own path raises its error
+                return _COMPILE
         force = _xp.FORCE
         if force == "xla" or (force is None and sig in compiled):
             return _COMPILE
         try:
             if sig not in hosted:  # first sight: the tier is chosen once, by size
-                if force is None and _xp.host_cost(sig[1]) > _xp.HOST_LIMIT:
+                spend = _xp.host_cost(sig[1], rate) if part is None else sig[2]
+                if force is None and spend > _xp.HOST_LIMIT:
                     compiled.add(sig)  # heavy: a program pays for itself within a few calls
                     return _COMPILE
                 if check is not None and not checked:
@@ -224,3 +237,12 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
 
 
 _COMPILE = object()  # on_host's answer: run the XLA program
+
+
+def _crosses_often(values: list) -> bool:
+    """A big host value going into a program: better moved once and kept on its tensor
+    (the adapter's retry) than copied in by every program that reads it."""
+    for v in values:
+        if type(v) is _NDARRAY and v.size > _xp.CROSS_ONCE:
+            return True
+    return False

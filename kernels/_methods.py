@@ -16,6 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from autograd_compile.devices import device
+from autograd_compile.autograd.derivatives import record
+from autograd_compile.dispatch.keys import TLS
 from autograd_compile.tensor import Tensor, _make
 
 from . import _xp
@@ -212,23 +214,30 @@ def _reflected(fn: Callable) -> Callable:
     return op
 
 
-def _plain_binary(np_fn: Callable, name: str, x: Any, y: Any) -> Any:
+def _plain_binary(np_fn: Callable, name: str, x: Any, y: Any, op: Any = None,
+                  reflected: bool = False) -> Any:
     """``np_fn(x, y)`` for an exact elementwise operator (+, -, *, comparisons) on plain host
     tensors, without the dispatcher; None when the op path must run it.
 
-    Plain: a tensor without autograd history holding a numpy value, and another such
-    tensor of the same dtype (no promotion question) or a Python number of the tensor's
-    kind (numpy keeps the array's dtype for it, as PyTorch does); no mode, the tier not
-    forced, a size the op path also runs on the host. These operators round exactly alike
-    in numpy and XLA, so the result has the op path's bits."""
-    if type(x) is not Tensor or x._requires_grad or not _xp.unobserved():
-        return None
+    Plain: a tensor holding a numpy value, and another such tensor of the same dtype (no
+    promotion question) or a Python number of the tensor's kind (numpy keeps the array's
+    dtype for it, as PyTorch does); no mode, the tier not forced, a size the op path also
+    runs on the host. These operators round exactly alike in numpy and XLA, so the result
+    has the op path's bits. With autograd history (``op`` given: +, -, *), the result's node
+    is the one the op's Autograd kernel records (``derivatives.record``), so gradients, hooks
+    and saved values are the op path's; ``reflected``: the op is ``op(y, x)``."""
+    if not isinstance(x, Tensor) or x._acg_keys != _PLAIN_KEYS or not _xp.unobserved():
+        return None  # (a Parameter is plain; a subclass with its own dispatch is not)
+    grad = x._requires_grad
     a = x._store
     if type(a) is not np.ndarray or a.dtype.kind not in "fiu":
         return None
-    if type(y) is Tensor:
+    if isinstance(y, Tensor):
+        if y._acg_keys != _PLAIN_KEYS:
+            return None
         b = y._store
-        if y._requires_grad or type(b) is not np.ndarray or b.dtype != a.dtype or \
+        grad = grad or y._requires_grad
+        if type(b) is not np.ndarray or b.dtype != a.dtype or \
                 a.size + b.size > _xp.HOST_MAX_ELEMENTS:
             return None
     elif (type(y) is float and a.dtype.kind == "f") or type(y) is int:
@@ -236,6 +245,8 @@ def _plain_binary(np_fn: Callable, name: str, x: Any, y: Any) -> Any:
         if a.size > _xp.HOST_MAX_ELEMENTS:
             return None
     else:
+        return None
+    if grad and (op is None or TLS.excluded):  # (an excluded key: the dispatcher decides)
         return None
     try:
         with np.errstate(all="ignore"):  # IEEE results, as XLA gives, without warnings
@@ -245,20 +256,24 @@ def _plain_binary(np_fn: Callable, name: str, x: Any, y: Any) -> Any:
     out = np.asarray(out)  # (0-d inputs give a numpy scalar)
     if out.dtype != a.dtype and out.dtype != np.bool_:
         return None
-    out.flags.writeable = False
+    out.setflags(write=False)
     _xp.STATS[name] += 1
-    return _make(out)
+    result = _make(out)
+    if grad and TLS.grad_enabled:
+        record(op, op.schema.bind((y, x) if reflected else (x, y), {}), result)
+    return result
 
 
-def _fast(np_fn: Callable, name: str, fn: Callable, reflected: bool = False) -> Callable:
+def _fast(np_fn: Callable, name: str, fn: Callable, reflected: bool = False,
+          op: Any = None) -> Callable:
     """An operator that tries :func:`_plain_binary` before the op."""
     slow = _reflected(fn) if reflected else _forward(fn)
+    flipped = (lambda a, b: np_fn(b, a)) if reflected else np_fn
 
-    def op(self: Tensor, other: Any) -> Any:
-        out = _plain_binary(np_fn, name, self, other) if not reflected else \
-            _plain_binary(lambda a, b: np_fn(b, a), name, self, other)
+    def method(self: Tensor, other: Any) -> Any:
+        out = _plain_binary(flipped, name, self, other, op, reflected)
         return slow(self, other) if out is None else out
-    return op
+    return method
 
 
 _PLAIN = {"add": (np.add, "add_Tensor"), "sub": (np.subtract, "sub_Tensor"),
@@ -266,6 +281,11 @@ _PLAIN = {"add": (np.add, "add_Tensor"), "sub": (np.subtract, "sub_Tensor"),
           "ne": (np.not_equal, "ne_Tensor"), "lt": (np.less, "lt_Tensor"),
           "le": (np.less_equal, "le_Tensor"), "gt": (np.greater, "gt_Tensor"),
           "ge": (np.greater_equal, "ge_Tensor")}
+
+
+_PLAIN_KEYS = Tensor._acg_keys  # the Backend key alone: no __acg_dispatch__ of its own
+# the operators whose fast path also records autograd history (differentiable, alpha=1)
+_RECORDED = {"add": E.add, "sub": E.sub, "mul": E.mul}
 
 
 def _operators() -> dict[str, Any]:
@@ -277,8 +297,9 @@ def _operators() -> dict[str, Any]:
     m: dict[str, Any] = {}
     for name, fn in ops.items():
         plain = _PLAIN.get(name)
-        m[f"__{name}__"] = _fast(*plain, fn) if plain else _forward(fn)
-        m[f"__r{name}__"] = _fast(*plain, fn, reflected=True) if plain else _reflected(fn)
+        op = _RECORDED.get(name)
+        m[f"__{name}__"] = _fast(*plain, fn, op=op) if plain else _forward(fn)
+        m[f"__r{name}__"] = _fast(*plain, fn, True, op) if plain else _reflected(fn)
     for name in ("eq", "ne", "lt", "le", "gt", "ge"):
         m[f"__{name}__"] = _fast(*_PLAIN[name], getattr(A, name))
     inplace = {"add": E.add_, "sub": E.sub_, "mul": E.mul_, "truediv": E.div_, "pow": _pow_}

@@ -152,7 +152,7 @@ def _out(v: Any, keep: bool = False) -> Any:
         return _to_jax(arr)
     if not arr.flags.writeable:  # a view of an input (maybe a jax buffer, which XLA may
         arr = arr.copy()  # reuse once donated): the tensor gets its own copy
-    arr.flags.writeable = False  # nobody writes a tensor's value in place (.numpy() too)
+    arr.setflags(write=False)  # nobody writes a tensor's value in place (.numpy() too)
     return arr
 
 
@@ -308,24 +308,40 @@ def forced(tier: str | None) -> Iterator[None]:
 # What compiling a new program costs on this machine, in seconds: a compiled region's new
 # shapes run eagerly until they have cost this much (aot.program.Tiered's ski rental).
 COMPILE_COST = float(os.environ.get("ACG_HOST_BUDGET_MS", "20")) / 1000
-# An op call estimated to take longer than this on the host (about 50k elements) compiles
-# at once: a program pays for itself within a few calls of that size.
+# An op call estimated to take longer than this on the host compiles at once: a program
+# pays for itself within a few calls of that size.
 HOST_LIMIT = float(os.environ.get("ACG_HOST_MAX_US", "100")) / 1e6
-_COSTS: dict[tuple, float] = {}  # avals -> one host call's estimated seconds
-HOST_MAX_ELEMENTS = int((HOST_LIMIT - 5e-6) / 2e-9)  # the elements host_cost lets through
+# numpy's cost an input element, by the kind of kernel (measured on this CPU against one
+# jitted call of the same kernel, which costs 20-50 us before it computes anything):
+# "stream" kernels touch each element once (elementwise maths, copies, joins, reductions:
+# 0.06-0.4 ns, so numpy wins up to millions of elements); "fused" ones make several passes
+# or contract (softmax, layer_norm, losses: 1-2.4 ns, where XLA's one fused loop wins past
+# ~50k elements). "part" kernels read only what they return (a slice, a row, looked-up
+# rows): a stream kernel whose size is its output's.
+RATES = {"stream": 2.5e-10, "part": 2.5e-10, "fused": 2e-9}
+_COSTS: dict[tuple, float] = {}  # (avals, rate) -> one host call's estimated seconds
+HOST_MAX_ELEMENTS = int((HOST_LIMIT - 5e-6) / RATES["stream"])  # what a stream op lets through
+CROSS_ONCE = 50_000  # a host value this big that an XLA program reads moves to jax for good
 
 
-
-def host_cost(sig: tuple) -> float:
-    """A host call's cost, estimated from its inputs' sizes (5 us plus 2 ns an element, what
-    numpy takes here) rather than timed, so that which tier runs a shape depends on the
-    program alone: a run repeats bit for bit."""
-    cost = _COSTS.get(sig)
+def host_cost(sig: tuple, rate: float = RATES["fused"]) -> float:
+    """A host call's cost, estimated from its inputs' sizes (5 us plus ``rate`` an element,
+    what numpy takes here for that kind of kernel) rather than timed, so that which tier
+    runs a shape depends on the program alone: a run repeats bit for bit."""
+    key = (sig, rate)
+    cost = _COSTS.get(key)
     if cost is None:
         if len(_COSTS) > 65536:
             _COSTS.clear()
-        cost = _COSTS[sig] = 5e-6 + 2e-9 * _elements(sig)
+        cost = _COSTS[key] = 5e-6 + rate * _elements(sig)
     return cost
+
+
+def part_cost(result: Any) -> float:
+    """The host cost of a kernel that reads only what it returns (a slice of a big array:
+    a view, copied once), from its shape rule's result."""
+    metas = result if type(result) is tuple else (result,)  # (a TensorMeta is a tuple too)
+    return 5e-6 + RATES["part"] * sum(math.prod(m.shape) for m in metas)
 
 
 def _elements(sig: Any) -> int:

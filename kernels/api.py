@@ -51,9 +51,12 @@ _Dim = int | Sequence[int] | None
 # -- argument helpers ---------------------------------------------------------------------------
 def _sizes(size: tuple) -> list:
     """``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` all mean sizes [2, 3]."""
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = size[0]
-    return [s if isinstance(s, SymInt) else operator.index(s) for s in size]
+    if len(size) == 1:
+        if type(size[0]) is int:  # zeros(17): the data path's common call
+            return [size[0]]
+        if isinstance(size[0], (tuple, list)):
+            size = size[0]
+    return [s if type(s) is int or isinstance(s, SymInt) else operator.index(s) for s in size]
 
 
 def _dims(dim: _Dim) -> list[int] | None:
@@ -112,7 +115,7 @@ def _array(data: Any, dtype: Any) -> Any:
     if a.size <= HOST_ELEMENTS and not TLS.mode_stack and a.dtype in _xp.HOST_DTYPES and \
             _xp.host_enabled():
         a = np.array(a, copy=True)  # a host value the tensor owns (never the caller's array)
-        a.flags.writeable = False
+        a.setflags(write=False)
         return a
     # convert on the host, then transfer: jnp.asarray would compile a program per shape
     return _to_device(a)
@@ -135,16 +138,25 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: An
 as_tensor = tensor
 
 
-def _host_filled(shape: list, value: Any, dtype: Any) -> Tensor | None:
-    """A small constant tensor made by numpy as a host value (no kernel call), where the
-    host tier holds it; None: the op makes it (and checks the sizes)."""
-    if TLS.mode_stack or not builtins.all(type(n) is int and n >= 0 for n in shape):
+def _host_filled(shape: list, value: int, dtype: Any) -> Tensor | None:
+    """A small tensor of zeros or ones made by numpy as a host value (no kernel call),
+    where the host tier holds it; None: the op makes it (and checks the sizes)."""
+    if TLS.mode_stack or not _xp.host_enabled():
         return None
+    n = 1
+    for s in shape:  # (a loop, not all(...): this is the data path's hot call)
+        if type(s) is not int or s < 0:
+            return None
+        n *= s
     dtype = default_float() if dtype is None else np.dtype(dtype)
-    if _numel(shape) > HOST_ELEMENTS or dtype not in _xp.HOST_DTYPES or not _xp.host_enabled():
+    if n > HOST_ELEMENTS or dtype not in _xp.HOST_DTYPES:
         return None
-    a = np.full(shape, value, dtype)
-    a.flags.writeable = False
+    if value:  # numpy's ones/full cast through copyto: a fill is 3x cheaper
+        a = np.empty(shape, dtype)
+        a.fill(value)
+    else:
+        a = np.zeros(shape, dtype)
+    a.setflags(write=False)
     return _make(a)
 
 
@@ -478,7 +490,7 @@ def _host_arg(np_arg: Callable, input: Any, dim: Any, keepdim: Any) -> Tensor | 
     else:
         return None
     out = out.astype(np.int64)
-    out.flags.writeable = False
+    out.setflags(write=False)
     return _make(out)
 
 
@@ -620,21 +632,32 @@ def _host_join(np_join: Callable, tensors: Sequence[Any], dim: Any, new_dim: int
     without the dispatcher. None: the op joins them (promotion, checks, PyTorch's errors)."""
     if not tensors or type(dim) is not int or not _xp.unobserved():
         return None
-    arrays, total = [], 0
+    arrays, total, first = [], 0, None
     for t in tensors:
-        if type(t) is not Tensor or t._requires_grad or type(t._store) is not np.ndarray:
+        if type(t) is not Tensor or t._requires_grad:
             return None
-        arrays.append(t._store)
-        total += t._store.size
-    dtype, ndim = arrays[0].dtype, arrays[0].ndim + new_dim
-    if total > _xp.HOST_MAX_ELEMENTS or not -ndim <= dim < ndim or \
-            builtins.any(a.dtype != dtype or a.shape == (0,) for a in arrays):
-        return None  # (PyTorch's cat skips legacy empty 1-d tensors: the op knows)
+        a = t._store
+        if type(a) is not np.ndarray:
+            return None
+        if first is None:
+            first = a
+        elif a.dtype != first.dtype or (new_dim and a.shape != first.shape):
+            return None  # (a promotion, or shapes stack refuses: the op's answer and error)
+        if a.shape == (0,):
+            return None  # (PyTorch's cat skips legacy empty 1-d tensors: the op knows)
+        arrays.append(a)
+        total += a.size
+    ndim = first.ndim + new_dim
+    if total > _xp.HOST_MAX_ELEMENTS or not -ndim <= dim < ndim:
+        return None
     try:
-        out = np_join(arrays, axis=dim)
+        if new_dim and first.ndim and dim in (0, -ndim):  # stack on a new first dim: one
+            out = np.concatenate(arrays).reshape((len(arrays),) + first.shape)  # C join
+        else:
+            out = np_join(arrays, axis=dim)
     except ValueError:  # shapes that do not join: the op raises PyTorch's error
         return None
-    out.flags.writeable = False
+    out.setflags(write=False)
     return _make(out)
 
 

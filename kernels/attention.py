@@ -203,6 +203,7 @@ def _embedding_backward(g: Any, w: Any, idx: Any, padding_idx: int, scale_grad_b
 
 embedding = defop("embedding(Tensor weight, Tensor indices, int padding_idx=-1, "
                   "bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
-                  lambda w, idx, *a, **k: jnp.take(w, idx, axis=0), host=True, shape=_embedding_rule,
+                  lambda w, idx, *a, **k: jnp.take(w, idx, axis=0), host=True, cost="part",
+                  shape=_embedding_rule,
                   check=True, pre=_check_indices, save=("indices",),
                   backward=_embedding_backward)

@@ -151,10 +151,10 @@ pow_tensor = binary("pow.Tensor_Tensor", jnp.power, _pow_tt_backward, other="exp
                     save={"self": ("self", "exponent"), "exponent": ("self", "exponent", "out")})
 pow_scalar = defop("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
                    lambda x, e: jnp.power(cast(x, result_type(x, e)), e),
-                   host=True, shape=lambda x, e: TensorMeta(tuple(x.shape), result_type(x, e)),
+                   host=True, cost="stream", shape=lambda x, e: TensorMeta(tuple(x.shape), result_type(x, e)),
                    backward=lambda g, x, e, out: g * (x.pow(e - 1) * e), save=("self",))
 pow_int = defop("pow.Tensor_int(Tensor self, int exponent) -> Tensor",
-                lambda x, n: jnp.power(x, n), host=True, shape=lambda x, n: TensorMeta(tuple(x.shape),
+                lambda x, n: jnp.power(x, n), host=True, cost="stream", shape=lambda x, n: TensorMeta(tuple(x.shape),
                                                                             x.dtype),
                 backward=lambda g, x, n, out: zeros_like(g) if n == 0 else
                 g * (_ipow(x, n - 1) * n), save=("self",))
@@ -168,7 +168,7 @@ def _pow_base_backward(g: Any, b: Any, y: Any, out: Any) -> Any:
 
 pow_base = defop("pow.Scalar(Scalar self, Tensor exponent) -> Tensor",
                  lambda b, y: jnp.power(cast(b, result_type(b, y)), cast(y, result_type(b, y))),
-                 host=True, shape=lambda b, y: TensorMeta(tuple(y.shape), result_type(b, y)),
+                 host=True, cost="stream", shape=lambda b, y: TensorMeta(tuple(y.shape), result_type(b, y)),
                  backward=_pow_base_backward, save=("exponent", "out"))
 
 # -- comparisons and logic: bool results, no gradient -----------------------------------------
@@ -200,7 +200,7 @@ def _where_kernel(c: Any, x: Any, y: Any) -> Any:
 
 
 where = defop("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", _where_kernel,
-              host=True, shape=_where_rule, check=True, save=("condition",),
+              host=True, cost="stream", shape=_where_rule, check=True, save=("condition",),
               backward=lambda g, c, x, y, out: (
                   None, reduce_grad(where(c, g, 0), x) if wants(x) else None,
                   reduce_grad(where(c, 0, g), y) if wants(y) else None))
@@ -235,10 +235,10 @@ def _clamp_t_backward(g: Any, x: Any, lo: Any, hi: Any, out: Any) -> tuple:
 
 
 clamp = defop("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", _clamp_kernel,
-              host=True, shape=_clamp_rule, check=True, save=("self",),
+              host=True, cost="stream", shape=_clamp_rule, check=True, save=("self",),
               backward=lambda g, x, lo, hi, out: where(_in_range(x, lo, hi), g, 0))
 clamp_tensor = defop("clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",
-                     _clamp_kernel, host=True, shape=_clamp_rule, check=True, backward=_clamp_t_backward)
+                     _clamp_kernel, host=True, cost="stream", shape=_clamp_rule, check=True, backward=_clamp_t_backward)
 
 
 

@@ -92,7 +92,7 @@ def _host_select_write(base: Any, src: Any, dim: int, index: Any) -> Any:
 
 _INDEX = {"dynamic": ("index",), "check": True}
 select = defop("select.int(Tensor self, int dim, SymInt index) -> Tensor", _select,
-               host=_host_select,
+               host=_host_select, cost="part",
                shape=_select_rule, save=(), **_INDEX,
                backward=lambda g, x, dim, i, out: select_backward(g, list(x.shape), dim, i))
 select_backward = defop(
@@ -147,7 +147,7 @@ def _host_slice_write(base: Any, src: Any, dim: int = 0, start: Any = None, end:
 
 _SLICE = "int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1"
 slice_op = defop(f"slice.Tensor(Tensor self, {_SLICE}) -> Tensor", _slice, shape=_slice_rule,
-                 host=_host_slice,
+                 host=_host_slice, cost="part",
                  save=(), backward=lambda g, x, dim, s, e, step, out: slice_backward(
                      g, list(x.shape), dim, s, e, step))
 slice_backward = defop(
@@ -325,7 +325,7 @@ def _check_index(x: Any, dim: int, index: Any, *rest: Any) -> None:
 
 
 gather = defop("gather(Tensor self, int dim, Tensor index) -> Tensor",
-               lambda x, dim, ix: x[_grid(ix, wrap_dim(dim, x.ndim))], host=True,
+               lambda x, dim, ix: x[_grid(ix, wrap_dim(dim, x.ndim))], host=True, cost="stream",
                shape=_gather_rule,
                check=True, pre=_check_index,
                save=("index",), backward=lambda g, x, dim, ix, out: (scatter_add(
@@ -402,7 +402,7 @@ def _masked_fill_rule(x: Any, mask: Any, value: Any) -> TensorMeta:
 
 
 masked_fill = defop("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
-                    lambda x, m, v: jnp.where(m, cast(v, x.dtype), x), host=True, shape=_masked_fill_rule,
+                    lambda x, m, v: jnp.where(m, cast(v, x.dtype), x), host=True, cost="stream", shape=_masked_fill_rule,
                     check=True, save=("mask",),
                     backward=lambda g, x, m, v, out: (reduce_grad(masked_fill(g, m, 0), x), None))
 
@@ -421,7 +421,7 @@ def _masked_fill_tensor_backward(g: Any, x: Any, m: Any, v: Any, out: Any) -> tu
 
 masked_fill_tensor = defop("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
                            lambda x, m, v: jnp.where(m, cast(v, x.dtype), x),
-                           host=True, shape=_masked_fill_tensor_rule, check=True, save=("mask", "value"),
+                           host=True, cost="stream", shape=_masked_fill_tensor_rule, check=True, save=("mask", "value"),
                            backward=_masked_fill_tensor_backward)
 
 
@@ -578,7 +578,7 @@ def _host_read(x: Tensor, step: tuple) -> Tensor:
         out = _np_step(store, step)  # a view of a read-only host value: read-only itself
     else:  # never a view of a jax buffer XLA may reuse once donated: a copy
         out = _np_step(np.asarray(store), step).copy()
-    out.flags.writeable = False
+    out.setflags(write=False)
     return _make(out)
 
 
@@ -608,7 +608,7 @@ def _host_setitem(x: Tensor, steps: list, value: Any) -> bool:
             target[...] = value
     except (ValueError, TypeError, OverflowError):  # PyTorch's error comes from the ops
         return False
-    arr.flags.writeable = False
+    arr.setflags(write=False)
     x._set_data(arr)
     return True
 

@@ -70,7 +70,7 @@ def _host_roll(x: Any, shifts: Any, dims: Any = ()) -> Any:
 
 
 roll = defop("roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", _roll,
-             shape=_roll_rule, check=True, save=(), host=_host_roll,
+             shape=_roll_rule, check=True, save=(), host=_host_roll, cost="stream",
              backward=lambda g, x, shifts, dims, out: roll(g, [-s for s in shifts], dims))
 
 

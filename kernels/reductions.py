@@ -82,22 +82,22 @@ def _corr(correction: Any) -> Any:
 # -- sum, mean, prod, cumsum --------------------------------------------------------------------
 sum = defop("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
             lambda x, dtype=None: jnp.sum(x, dtype=_sum_dtype(x.dtype, dtype)),
-            host=True, shape=_rule(_sum_dtype), save=(), backward=lambda g, x, dtype, out: g.expand(x.shape))
+            host=True, cost="stream", shape=_rule(_sum_dtype), save=(), backward=lambda g, x, dtype, out: g.expand(x.shape))
 sum_dim = defop("sum.dim_IntList(Tensor self, int[]? dim, bool keepdim=False, *, "
                 "ScalarType? dtype=None) -> Tensor",
                 lambda x, dim, keepdim=False, dtype=None: jnp.sum(
                     x, _axes(x, dim), _sum_dtype(x.dtype, dtype), keepdims=keepdim),
-                host=True, shape=_rule(_sum_dtype), save=(),
+                host=True, cost="stream", shape=_rule(_sum_dtype), save=(),
                 backward=lambda g, x, dim, keepdim, dtype, out: _expand_back(g, x, dim, keepdim))
 mean = defop("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor",
              lambda x, dtype=None: jnp.mean(x, dtype=_float_dtype(x.dtype, dtype)),
-             host=True, shape=_rule(_float_dtype), save=(),
+             host=True, cost="stream", shape=_rule(_float_dtype), save=(),
              backward=lambda g, x, dtype, out: (g / numel(x.shape)).expand(x.shape))
 mean_dim = defop("mean.dim(Tensor self, int[]? dim, bool keepdim=False, *, "
                  "ScalarType? dtype=None) -> Tensor",
                  lambda x, dim, keepdim=False, dtype=None: jnp.mean(
                      x, _axes(x, dim), _float_dtype(x.dtype, dtype), keepdims=keepdim),
-                 host=True, shape=_rule(_float_dtype), save=(),
+                 host=True, cost="stream", shape=_rule(_float_dtype), save=(),
                  backward=lambda g, x, dim, keepdim, dtype, out: _expand_back(
                      g / _count(x.shape, wrap_dims(dim, x.ndim)), x, dim, keepdim))
 
@@ -223,13 +223,13 @@ def _extremum_backward(g: Any, x: Any, dim: Any, keepdim: bool, out: Any) -> Any
 
 amax = defop("amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor",
              lambda x, dim=(), keepdim=False: jnp.max(x, _axes(x, dim), keepdims=keepdim),
-             host=True, shape=_rule(_same), save=("self", "out"), backward=_extremum_backward)
+             host=True, cost="stream", shape=_rule(_same), save=("self", "out"), backward=_extremum_backward)
 amin = defop("amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor",
              lambda x, dim=(), keepdim=False: jnp.min(x, _axes(x, dim), keepdims=keepdim),
-             host=True, shape=_rule(_same), save=("self", "out"), backward=_extremum_backward)
-max = defop("max(Tensor self) -> Tensor", jnp.max, host=True, shape=_rule(_same), save=("self", "out"),
+             host=True, cost="stream", shape=_rule(_same), save=("self", "out"), backward=_extremum_backward)
+max = defop("max(Tensor self) -> Tensor", jnp.max, host=True, cost="stream", shape=_rule(_same), save=("self", "out"),
             backward=lambda g, x, out: _extremum_backward(g, x, None, False, out))
-min = defop("min(Tensor self) -> Tensor", jnp.min, host=True, shape=_rule(_same), save=("self", "out"),
+min = defop("min(Tensor self) -> Tensor", jnp.min, host=True, cost="stream", shape=_rule(_same), save=("self", "out"),
             backward=lambda g, x, out: _extremum_backward(g, x, None, False, out))
 
 
@@ -254,9 +254,9 @@ def _select_backward(g: tuple, x: Any, dim: int, keepdim: bool, out: tuple) -> A
 
 
 _TWO = "(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"
-max_dim = defop("max.dim" + _TWO, _with_index("max", "argmax"), host=True, shape=_with_index_rule,
+max_dim = defop("max.dim" + _TWO, _with_index("max", "argmax"), host=True, cost="stream", shape=_with_index_rule,
                 save=("out",), backward=_select_backward)
-min_dim = defop("min.dim" + _TWO, _with_index("min", "argmin"), host=True, shape=_with_index_rule,
+min_dim = defop("min.dim" + _TWO, _with_index("min", "argmin"), host=True, cost="stream", shape=_with_index_rule,
                 save=("out",), backward=_select_backward)
 
 
@@ -271,12 +271,12 @@ def _arg(name: str) -> Callable:
 
 
 argmax = defop("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
-               _arg("argmax"), host=True, shape=_rule(lambda d, out: DEFAULT_INT), backward=NONDIFF)
+               _arg("argmax"), host=True, cost="stream", shape=_rule(lambda d, out: DEFAULT_INT), backward=NONDIFF)
 argmin = defop("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
-               _arg("argmin"), host=True, shape=_rule(lambda d, out: DEFAULT_INT), backward=NONDIFF)
+               _arg("argmin"), host=True, cost="stream", shape=_rule(lambda d, out: DEFAULT_INT), backward=NONDIFF)
 all = defop("all(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",
             lambda x, dim=None, keepdim=False: jnp.all(x, _axes(x, dim), keepdims=keepdim),
-            host=True, shape=_rule(lambda d, out: BOOL), backward=NONDIFF)
+            host=True, cost="stream", shape=_rule(lambda d, out: BOOL), backward=NONDIFF)
 any = defop("any(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",
             lambda x, dim=None, keepdim=False: jnp.any(x, _axes(x, dim), keepdims=keepdim),
-            host=True, shape=_rule(lambda d, out: BOOL), backward=NONDIFF)
+            host=True, cost="stream", shape=_rule(lambda d, out: BOOL), backward=NONDIFF)

@@ -27,11 +27,11 @@ def _copy_rule(x: Any, src: Any) -> TensorMeta:
 
 copy_ = defop("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)",
               lambda x, src: jnp.broadcast_to(cast(src, x.dtype), x.shape),
-              shape=_copy_rule, host=True, save=(),
+              shape=_copy_rule, host=True, cost="stream", save=(),
               backward=lambda g, x, src, out: (None, reduce_grad(g, src)))
 to = defop("to(Tensor self, ScalarType dtype) -> Tensor",
            lambda x, dtype: x.astype(as_dtype(dtype)),
-           shape=lambda x, dtype: TensorMeta(tuple(x.shape), as_dtype(dtype)), host=True, save=(),
+           shape=lambda x, dtype: TensorMeta(tuple(x.shape), as_dtype(dtype)), host=True, cost="stream", save=(),
            backward=lambda g, x, dtype, out: reduce_grad(g, x))
 zero_ = defop("zero_(Tensor(a!) self) -> Tensor(a!)", composite=lambda x: copy_(x, 0))
 fill_ = defop("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",
@@ -52,13 +52,13 @@ def _reshape(x: Any, size: Any) -> Any:
 
 
 view = defop("view(Tensor self, SymInt[] size) -> Tensor", _reshape, shape=_reshape_rule,
-             host=True, save=(), backward=lambda g, x, size, out: g.reshape(x.shape))
+             host=True, cost="stream", save=(), backward=lambda g, x, size, out: g.reshape(x.shape))
 reshape = defop("reshape(Tensor self, SymInt[] size) -> Tensor", _reshape, shape=_reshape_rule,
-                host=True, save=(), backward=lambda g, x, size, out: g.reshape(x.shape))
+                host=True, cost="stream", save=(), backward=lambda g, x, size, out: g.reshape(x.shape))
 expand = defop("expand(Tensor self, SymInt[] size) -> Tensor",
                lambda x, size: jnp.broadcast_to(x, expand_shape(x.shape, size)),
                shape=lambda x, size: TensorMeta(expand_shape(tuple(x.shape), size), x.dtype),
-               host=True, save=(), backward=lambda g, x, size, out: g.sum_to_size(x.shape))
+               host=True, cost="stream", save=(), backward=lambda g, x, size, out: g.sum_to_size(x.shape))
 
 
 def _sum_to_rule(x: Any, size: Any) -> TensorMeta:
@@ -78,7 +78,7 @@ def _sum_to(x: Any, size: Any) -> Any:
 
 
 sum_to_size = defop("sum_to_size(Tensor self, SymInt[] size) -> Tensor", _sum_to,
-                    shape=_sum_to_rule, host=True, save=(),
+                    shape=_sum_to_rule, host=True, cost="stream", save=(),
                     backward=lambda g, x, size, out: g.expand(x.shape))
 
 
@@ -101,7 +101,7 @@ permute = defop("permute(Tensor self, int[] dims) -> Tensor",
                 lambda x, dims: jnp.transpose(x, _perm(dims, x.ndim)),
                 shape=lambda x, dims: TensorMeta(tuple(x.shape[d] for d in _perm(dims, x.ndim)),
                                                  x.dtype),
-                host=True, save=(), backward=lambda g, x, dims, out: g.permute(_inverse(_perm(dims, x.ndim))))
+                host=True, cost="stream", save=(), backward=lambda g, x, dims, out: g.permute(_inverse(_perm(dims, x.ndim))))
 
 
 def _swap(shape: tuple, a: int, b: int) -> tuple:
@@ -116,7 +116,7 @@ transpose = defop("transpose.int(Tensor self, int dim0, int dim1) -> Tensor",
                   lambda x, a, b: jnp.swapaxes(x, wrap_dim(a, x.ndim), wrap_dim(b, x.ndim))
                   if x.ndim else x,
                   shape=lambda x, a, b: TensorMeta(_swap(tuple(x.shape), a, b), x.dtype),
-                  host=True, save=(), backward=lambda g, x, a, b, out: g.transpose(a, b))
+                  host=True, cost="stream", save=(), backward=lambda g, x, a, b, out: g.transpose(a, b))
 
 
 def _unsqueezed(shape: tuple, dim: int) -> tuple:
@@ -127,7 +127,7 @@ def _unsqueezed(shape: tuple, dim: int) -> tuple:
 unsqueeze = defop("unsqueeze(Tensor self, int dim) -> Tensor",
                   lambda x, dim: jnp.reshape(x, _unsqueezed(x.shape, dim)),
                   shape=lambda x, dim: TensorMeta(_unsqueezed(tuple(x.shape), dim), x.dtype),
-                  host=True, save=(), backward=lambda g, x, dim, out: g.reshape(x.shape))
+                  host=True, cost="stream", save=(), backward=lambda g, x, dim, out: g.reshape(x.shape))
 
 
 def _squeezed(shape: tuple, dims: Any) -> tuple:
@@ -140,7 +140,7 @@ def _squeezed(shape: tuple, dims: Any) -> tuple:
 def _squeeze_op(schema: str) -> Any:
     return defop(schema, lambda x, dim=None: jnp.reshape(x, _squeezed(x.shape, dim)),
                  shape=lambda x, dim=None: TensorMeta(_squeezed(tuple(x.shape), dim), x.dtype),
-                 host=True, save=(), backward=lambda g, x, *dim_out: g.reshape(x.shape))
+                 host=True, cost="stream", save=(), backward=lambda g, x, *dim_out: g.reshape(x.shape))
 
 
 squeeze = _squeeze_op("squeeze(Tensor self) -> Tensor")
@@ -154,7 +154,7 @@ def _flip_rule(x: Any, dims: Any) -> TensorMeta:
 flip = defop("flip(Tensor self, int[] dims) -> Tensor",
              lambda x, dims: jnp.flip(x, wrap_dims(dims, x.ndim)) if dims else x,
              shape=_flip_rule,
-             host=True, save=(), backward=lambda g, x, dims, out: g.flip(dims))
+             host=True, cost="stream", save=(), backward=lambda g, x, dims, out: g.flip(dims))
 
 
 # -- repeat ---------------------------------------------------------------------------------
@@ -175,7 +175,7 @@ def _repeat_backward(g: Any, x: Any, repeats: Any, out: Any) -> Any:
 
 
 repeat = defop("repeat(Tensor self, SymInt[] repeats) -> Tensor",
-               lambda x, repeats: jnp.tile(x, tuple(repeats)), shape=_repeat_rule, host=True, save=(),
+               lambda x, repeats: jnp.tile(x, tuple(repeats)), shape=_repeat_rule, host=True, cost="stream", save=(),
                backward=_repeat_backward)
 
 
@@ -224,7 +224,7 @@ def _common(ts: list) -> list:
 
 cat = defop("cat(Tensor[] tensors, int dim=0) -> Tensor",
             lambda ts, dim=0: jnp.concatenate(_common(ts), wrap_dim(dim, ts[0].ndim)),
-            shape=_cat_rule, check=True, host=True, save=(), backward=_cat_backward)
+            shape=_cat_rule, check=True, host=True, cost="stream", save=(), backward=_cat_backward)
 
 
 def _stack_rule(tensors: Any, dim: int = 0) -> TensorMeta:
@@ -245,7 +245,7 @@ def _stacked(shape: tuple, dim: int, n: int) -> tuple:
 
 stack = defop("stack(Tensor[] tensors, int dim=0) -> Tensor",
               lambda ts, dim=0: jnp.stack(_common(ts), wrap_dim(dim, ts[0].ndim + 1)),
-              shape=_stack_rule, check=True, host=True, save=(),
+              shape=_stack_rule, check=True, host=True, cost="stream", save=(),
               backward=lambda g, ts, dim, out: [reduce_grad(g.select(dim, i), t)
                                                 for i, t in enumerate(ts)])
 
@@ -270,7 +270,7 @@ def _split_kernel(x: Any, sizes: Any, dim: int = 0) -> tuple:
 
 
 split_with_sizes = defop("split_with_sizes(Tensor self, SymInt[] split_sizes, int dim=0) "
-                         "-> Tensor[]", _split_kernel, shape=_split_rule, host=True, save=(), check=True,
+                         "-> Tensor[]", _split_kernel, shape=_split_rule, host=True, cost="stream", save=(), check=True,
                          backward=lambda gs, x, sizes, dim, out: cat(list(gs), dim))
 def _unbind_rule(x: Any, dim: int = 0) -> tuple[TensorMeta, ...]:
     d = wrap_dim(dim, x.ndim)
@@ -284,7 +284,7 @@ split = defop("split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor
 unbind = defop("unbind.int(Tensor self, int dim=0) -> Tensor[]",
                lambda x, dim=0: tuple(jnp.moveaxis(x, wrap_dim(dim, x.ndim), 0)),
                shape=_unbind_rule,
-               host=True, save=(), backward=lambda gs, x, dim, out: stack(list(gs), dim))
+               host=True, cost="stream", save=(), backward=lambda gs, x, dim, out: stack(list(gs), dim))
 
 
 # -- triangles: tril / triu ---------------------------------------------------------------------
@@ -296,7 +296,7 @@ def _triangle(name: str, fn: Any) -> Any:
         return TensorMeta(tuple(x.shape), x.dtype)
     op = defop(f"{name}(Tensor self, int diagonal=0) -> Tensor",
                lambda x, diagonal=0: getattr(jnp, fn)(x, diagonal), shape=rule, check=True,
-               host=True, save=(),
+               host=True, cost="stream", save=(),
                backward=lambda g, x, diagonal, out: op(g, diagonal))
     return op
 

@@ -8,6 +8,7 @@ that the host tier is really taken, when programs get compiled, errors, and whol
 """
 from __future__ import annotations
 
+import sys
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -51,7 +52,7 @@ def test_new_shapes_run_on_the_host_without_compiling() -> None:
 
 
 def test_the_tier_is_chosen_once_by_size() -> None:
-    small, large = acg.full((5, 211), 0.5), acg.full((400, 251), 0.5)  # 1055 / 100400 elements
+    small, large = acg.full((5, 211), 0.5), acg.full((400, 503), 0.5)  # 1055 / 201200 elements
     with _Compiles() as c:
         for _ in range(50):
             y = small * small
@@ -59,7 +60,42 @@ def test_the_tier_is_chosen_once_by_size() -> None:
     with _Compiles() as c:
         for _ in range(3):
             z = large * large
-    assert c.n == 1 and float(z.sum()) == 0.25 * 400 * 251  # heavy: its program, at once
+    assert c.n == 1 and float(z.sum()) == 0.25 * 400 * 503  # heavy: its program, at once
+
+
+def test_the_tier_follows_the_kind_of_kernel() -> None:
+    """numpy streams an elementwise op as fast as XLA at any size, so a mid-size one stays
+    on the host; a several-pass kernel (softmax) of that size gets XLA's fused loop."""
+    mid = acg.full((400, 251), 0.5)  # 100400 elements: past the fused limit, within the stream one
+    with _Compiles() as c:
+        for _ in range(3):
+            y = mid * mid + mid
+    assert c.n == 0 and type(y._store) is np.ndarray and float(y.sum()) == 0.75 * 400 * 251
+    assert _xp.host_cost(_xp.host_sig([mid._store]), _xp.RATES["stream"]) < _xp.HOST_LIMIT \
+        < _xp.host_cost(_xp.host_sig([mid._store]))
+    with _Compiles() as c:
+        for _ in range(3):
+            p = F.softmax(mid, -1)
+    assert c.n == 1 and isinstance(p._store, jax.Array)
+    np.testing.assert_allclose(p.numpy(), np.full((400, 251), 1 / 251), rtol=1e-6)
+
+
+def test_a_small_part_of_a_large_value_is_read_on_the_host() -> None:
+    """Slices, rows and embedding lookups read only what they return: a small result of a
+    large (jax) value takes numpy's view, not a program of its own per slice."""
+    big = acg.arange(1000 * 401, dtype=acg.float32).reshape(1000, 401)._data  # 401000 elements
+    x, w = acg.Tensor(big, requires_grad=True), acg.Tensor(big, requires_grad=True)  # op path
+    ix = acg.tensor([[3, 999], [0, 7]])
+    with _Compiles() as c:
+        parts = [x[5:9], x[17], x.narrow(1, 398, 3), F.embedding(ix, w)]
+    assert c.n == 0 and all(type(p._store) is np.ndarray for p in parts)
+    ref = np.asarray(big)
+    for got, want in zip(parts, [ref[5:9], ref[17], ref[:, 398:401], ref[[[3, 999], [0, 7]]]]):
+        np.testing.assert_array_equal(got.detach().numpy(), want)
+    with _Compiles() as c:
+        whole = x[1:]  # most of it: a copy that large is the program's
+    assert c.n == 1 and isinstance(whole._store, jax.Array)
+    np.testing.assert_array_equal(whole.detach().numpy(), ref[1:])
 
 
 def test_one_op_and_shape_gives_the_same_bits_every_call() -> None:
@@ -263,11 +299,18 @@ def test_a_host_value_is_the_tensors_own() -> None:
 def test_large_host_values_cross_once_before_a_program() -> None:
     """A host value over the host tier's size goes to jax once (kept on the tensor), not
     on every op that runs it as an XLA program."""
-    big = acg.zeros(300, 300)  # 90k elements: numpy makes it, an op on it compiles
+    value = np.zeros((700, 600), np.float32)  # 420k elements: an op on it compiles
+    value.flags.writeable = False
+    big = sys.modules["autograd_compile.tensor"]._make(value)  # a host value that size
     assert type(big._store) is np.ndarray
     y = big + 1.0
     assert isinstance(big._store, jax.Array) and isinstance(y._store, jax.Array)
-    assert float(y.sum()) == 90000.0
+    assert float(y.sum()) == 420000.0
+    mid = acg.zeros(300, 300)  # 90k elements: numpy makes it and streams it (+ stays numpy)
+    assert type(mid._store) is np.ndarray and type((mid + 1.0)._store) is np.ndarray
+    p = F.softmax(mid, -1)  # a fused kernel that size is a program: mid crosses, once
+    assert isinstance(mid._store, jax.Array) and isinstance(p._store, jax.Array)
+    np.testing.assert_allclose(p.numpy(), np.full((300, 300), 1 / 300), rtol=1e-6)
 
 
 def test_host_values_inside_compiled_code(mode: object) -> None:
@@ -345,6 +388,55 @@ def test_operators_on_plain_host_tensors_skip_the_dispatcher() -> None:
     assert w.grad.tolist() == [3.0, 4.0]
     with pytest.raises(RuntimeError, match="must match the size"):
         acg.ones(3) + acg.ones(4)  # numpy's broadcasting error becomes PyTorch's
+
+
+def test_operators_with_autograd_history_record_the_ops_node(mode: object) -> None:
+    """+, -, * of host tensors with autograd history are numpy's, without the dispatcher,
+    and record the node the op's Autograd kernel records: same names, gradients (against
+    jax.grad), tensor hooks and their order, in all three modes."""
+    import cProfile
+    import pstats
+    rng = np.random.default_rng(7)
+    a0, b0 = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal(4).astype(
+        np.float32)
+
+    def program(a: acg.Tensor, b: acg.Tensor) -> acg.Tensor:
+        h = a * b - 0.5  # broadcasting, a scalar
+        h = 2.0 * h + b  # reflected
+        return (1 - h) * h
+
+    calls: list[str] = []
+    a, b = acg.tensor(a0, requires_grad=True), acg.tensor(b0, requires_grad=True)
+    prof = cProfile.Profile()
+    out = prof.runcall(program, a, b)
+    ran = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    assert not any(f.endswith("kernels/_jit.py") or (f.endswith("dispatcher.py") and fn == "_run")
+                   for (f, _, fn) in ran)  # no kernel, no dispatch
+    assert out.grad_fn.name() == "MulBackward0"
+    with _xp.forced("xla"):  # the op path: the same graph, node by node
+        slow = program(a, b)
+    assert [n.name() for n, _ in slow.grad_fn.next_functions] == \
+        [n.name() for n, _ in out.grad_fn.next_functions]
+    np.testing.assert_allclose(out.detach().numpy(), slow.detach().numpy(), rtol=1e-6)
+    a.register_hook(lambda g: calls.append("a") or g * 2)
+    b.register_hook(lambda g: calls.append("b"))
+    with mode():
+        out.sum().backward()
+
+    def reference(a, b):
+        h = 2.0 * (a * b - 0.5) + b
+        return ((1 - h) * h).sum()
+    ga, gb = jax.grad(reference, argnums=(0, 1))(a0, b0)
+    np.testing.assert_allclose(a.grad.numpy(), 2 * ga, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(b.grad.numpy(), gb, rtol=1e-5, atol=1e-6)
+    a.grad = b.grad = None
+    with _xp.forced("xla"):
+        slow_calls = len(calls)
+        slow.sum().backward()
+    assert calls[slow_calls:] == calls[:slow_calls]  # the same hooks, in the same order
+    np.testing.assert_allclose(a.grad.numpy(), 2 * ga, rtol=1e-5, atol=1e-6)
+    with acg.no_grad():
+        assert (a * b).grad_fn is None and not (a * b).requires_grad
 
 
 def test_joins_of_plain_host_tensors_are_numpys() -> None:

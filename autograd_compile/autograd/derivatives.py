@@ -301,6 +301,15 @@ def _record(op: OpOverload, bound: list, out: Any, deriv: Derivative | None) -> 
     return out
 
 
+def record(op: OpOverload, bound: list, out: Any) -> Any:
+    """What the Autograd kernel does after the op ran below it: the node for ``out``
+    (a fast path that computed ``op`` itself calls this, so the history is the same)."""
+    deriv = DERIVATIVES.get(op)
+    if deriv is not None and deriv.fn is None:
+        return out
+    return _record(op, bound, out, deriv)
+
+
 @boxed
 def autograd_fallback(op: OpOverload, args: tuple, kwargs: dict) -> Any:
     """The Autograd-key kernel of every op: compute below, then record a node."""
