@@ -625,29 +625,27 @@ def unflatten(input: Tensor, dim: int, sizes: Sequence[Any]) -> Tensor:
     return _reshaped(input, S.reshape, list(shape[:d]) + list(sizes) + list(shape[d + 1:]))
 
 
+_NDARRAY_ONLY = {np.ndarray}
+
+
 def _host_join(np_join: Callable, tensors: Sequence[Any], dim: Any, new_dim: int
                ) -> Tensor | None:
     """``np_join(values, axis=dim)`` when every tensor is a plain host value of one dtype
     (no autograd history, no mode, the tier not forced, a host-tier size): numpy's join,
     without the dispatcher. None: the op joins them (promotion, checks, PyTorch's errors)."""
-    if not tensors or type(dim) is not int or not _xp.unobserved():
+    if type(tensors) not in (list, tuple) or not tensors or type(dim) is not int or \
+            not _xp.unobserved():
         return None
-    arrays, total, first = [], 0, None
-    for t in tensors:
-        if type(t) is not Tensor or t._requires_grad:
-            return None
-        a = t._store
-        if type(a) is not np.ndarray:
-            return None
-        if first is None:
-            first = a
-        elif a.dtype != first.dtype or (new_dim and a.shape != first.shape):
-            return None  # (a promotion, or shapes stack refuses: the op's answer and error)
-        if a.shape == (0,):
-            return None  # (PyTorch's cat skips legacy empty 1-d tensors: the op knows)
-        arrays.append(a)
-        total += a.size
+    # set comprehensions, not one loop of checks: a collate stacks dozens of tensors
+    arrays = [t._store for t in tensors if type(t) is Tensor and not t._requires_grad]
+    if len(arrays) != len(tensors) or {type(a) for a in arrays} != _NDARRAY_ONLY or \
+            len({a.dtype for a in arrays}) != 1:
+        return None  # (anything else, a promotion included: the op's answer and errors)
+    first, shapes = arrays[0], {a.shape for a in arrays}
+    if (new_dim and len(shapes) != 1) or (0,) in shapes:  # unequal stacks: the op's error;
+        return None  # legacy empty 1-d tensors, which PyTorch's cat skips: the op knows
     ndim = first.ndim + new_dim
+    total = first.size * len(arrays) if new_dim else builtins.sum(a.size for a in arrays)
     if total > _xp.HOST_MAX_ELEMENTS or not -ndim <= dim < ndim:
         return None
     try:
