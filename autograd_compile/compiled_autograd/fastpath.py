@@ -26,14 +26,20 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from .. import config
 from ..autograd.derivatives import OpNode
 from ..autograd.node import AccumulateGrad, GraphRoot, Node, gradient_edge
+from . import plan as plans
 from .collect import CacheKey, Collector, UsesUnpackHook, memo_of, visit_node
 from ..tensor import Tensor
 
 EXACT_LIMIT = 64  # exact keys kept (several per cached graph: one per size combination)
 _EXACT: "OrderedDict[CacheKey, list[Any]]" = OrderedDict()
-_LAST: list = [None, None]  # the exact key of the last backward that hit, its entries
+# the exact key of the last backward that hit, its entries, and its plan (None: none yet)
+_LAST: list = [None, None, None]
+# each exact key's plan (plan.py), made at its first hit; False: its graph has none
+_PLANS: "dict[CacheKey, plans.Plan | bool]" = {}
+log = config.get_logger("compiled_autograd")
 
 
 class Walk:
@@ -48,11 +54,32 @@ class Walk:
         self.key, self.col, self.nodes, self.held, self.entry = key, col, nodes, held, None
 
 
-def collect(roots: list[Tensor], grads: list[Tensor], header: tuple) -> Walk | None:
+class Found:
+    """A plan's answer: what :func:`.cache.run_fast` reads of a :class:`Walk` (``col`` is
+    the record itself: its inputs, sizes, scalars and leaves)."""
+
+    __slots__ = ("inputs", "sizes", "scalars", "leaves", "held", "entry", "col")
+
+    def __init__(self, got: tuple, sizes: list[int], entry: Any) -> None:
+        self.inputs, self.scalars, self.leaves, self.held = got
+        self.sizes, self.entry, self.col = sizes, entry, self
+
+
+def collect(roots: list[Tensor], grads: list[Tensor], header: tuple) -> Walk | Found | None:
     """Walk the graph under ``roots`` as the engine discovers it; None if some node
     has hooks (the general path snapshots and plans them) or a saved tensor has an
     unpack hook (the general path calls it, once). The key's items without the sizes
-    are the general cache's key for this graph (see ``Collected.from_walk``)."""
+    are the general cache's key for this graph (see ``Collected.from_walk``).
+    A graph of the last hit's structure is read by that key's plan (a :class:`Found`)."""
+    last, entries, plan = _LAST
+    if plan:
+        got = plan.fn(roots, grads, header)
+        if got is not None:
+            entry = _pick(entries, got[1])
+            if entry is not None:
+                if config.CHECK:
+                    _verify(roots, grads, header, last, got)
+                return Found(got, plan.sizes, entry)
     col = Collector()
     col.no_unpack_hooks = True
     held: list[Node] = []  # nodes that may hold saved tensors (not accumulators)
@@ -63,16 +90,56 @@ def collect(roots: list[Tensor], grads: list[Tensor], header: tuple) -> Walk | N
     if nodes is None:
         return None
     items = (tuple(col.key), tuple(col.sizes))
-    last, entries = _LAST
     if last is not None and last.items == items:  # a loop repeats its backward: no hash
         walk = Walk(last, col, nodes, held)
     else:
         walk = Walk(CacheKey(list(items)), col, nodes, held)  # hashed once
         entries = _EXACT.get(walk.key)
         if entries is not None:
-            _LAST[:] = walk.key, entries
+            _LAST[:] = walk.key, entries, _plan(walk.key, roots, grads, header, walk)
     walk.entry = _pick(entries, col.scalars) if entries else None
     return walk
+
+
+def _plan(key: CacheKey, roots: list[Tensor], grads: list[Tensor], header: tuple,
+          walk: Walk) -> Any:
+    """``key``'s plan, written at its first hit from the graph just walked, and checked
+    at once against that walk (False: this graph keeps the generic walk)."""
+    found = _PLANS.get(key)
+    if found is None:
+        try:
+            found = plans.build(roots, grads, header, walk.col.sizes)
+            got = found.fn(roots, grads, header)
+            if got is None or not _same(got, walk.col, walk.held):
+                raise plans.Unsupported("the plan disagrees with the walk it was written from")
+        except plans.Unsupported as e:
+            log.debug("no plan for this backward's walk: %s", e)
+            found = False
+        _PLANS[key] = found
+    return found
+
+
+def _same(got: tuple, col: Collector, held: list[Node]) -> bool:
+    """A plan's reading equals the generic walk's (the same objects, the same numbers)."""
+    inputs, scalars, leaves, nodes = got
+    return (len(inputs) == len(col.inputs) and all(a is b for a, b in zip(inputs, col.inputs))
+            and scalars == col.scalars and len(leaves) == len(col.leaves)
+            and all(a is b for a, b in zip(leaves, col.leaves))
+            and len(nodes) == len(held) and all(a is b for a, b in zip(nodes, held)))
+
+
+def _verify(roots: list[Tensor], grads: list[Tensor], header: tuple, key: CacheKey,
+            got: tuple) -> None:
+    """ACG_CHECK=1: a graph a plan served gives the generic walk the same exact key and
+    the same runtime values."""
+    col = Collector()
+    col.no_unpack_hooks = True
+    held: list[Node] = []
+    nodes = _walk(roots, grads, header, col, held)
+    if nodes is None or CacheKey([tuple(col.key), tuple(col.sizes)]) != key or \
+            not _same(got, col, held):
+        raise AssertionError("compiled autograd: a backward plan served a graph whose walk "
+                             "differs from the one it was written for")
 
 
 def _walk(roots: list[Tensor], grads: list[Tensor], header: tuple, col: Collector,
@@ -167,10 +234,11 @@ def remember(walk: Walk, entry: Any) -> None:
     if entry not in entries:
         entries.insert(0, entry)
     if len(_EXACT) > EXACT_LIMIT:
-        _EXACT.popitem(last=False)
+        _PLANS.pop(_EXACT.popitem(last=False)[0], None)
 
 
 def forget() -> None:
     """Drop every exact key (the general cache was reset or evicted an entry)."""
     _EXACT.clear()
-    _LAST[:] = None, None
+    _PLANS.clear()
+    _LAST[:] = None, None, None
