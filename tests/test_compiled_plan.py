@@ -304,3 +304,36 @@ def test_graphs_without_a_plan_keep_the_generic_walk():
     assert fastpath._LAST[2] is False
     assert ca.counters["captures"] == 1
     assert_close(w.grad, 3 * np.linspace(-1, 1, WIDTH) ** 2, rtol=1e-5)
+
+
+def test_a_compiled_regions_backward_is_planned_and_matches_eager():
+    """acg.compile's backward node (aot/program.py) has its own planner: the region is
+    part of what the plan checks; another batch size is refused and still right."""
+    eager, compiled = Model(), Model()
+
+    def fn(x, w0, b0, w1, b1):
+        return (F.linear(F.linear(x, w0, b0).tanh(), w1, b1).tanh() ** 2).mean()
+    region = acg.compile(fn)
+
+    def step(batch: int) -> None:
+        for m, run in ((eager, fn), (compiled, region)):
+            for p in m.params:
+                p.grad = None
+            loss = run(_x(batch), *m.params)
+            if m is compiled:
+                with ca.enable("jax"):
+                    loss.backward()
+            else:
+                loss.backward()
+        for a, b in zip(_grads(eager), _grads(compiled)):
+            assert_close(b, a, rtol=1e-5, atol=1e-6)
+    for _ in range(3):
+        step(4)
+    plan = fastpath._LAST[2]
+    assert isinstance(plan, plans.Plan) and "n.region is not" in plan.source
+    for p in compiled.params:
+        p.grad = None
+    assert not _refuses(plan, region(_x(4), *compiled.params))
+    assert _refuses(plan, region(_x(5), *compiled.params))
+    for batch in (5, 5, 4, 5):
+        step(batch)

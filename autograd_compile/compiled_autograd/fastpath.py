@@ -120,9 +120,11 @@ def _plan(key: CacheKey, roots: list[Tensor], grads: list[Tensor], header: tuple
 
 
 def _same(got: tuple, col: Collector, held: list[Node]) -> bool:
-    """A plan's reading equals the generic walk's (the same objects, the same numbers)."""
+    """A plan's reading equals the generic walk's: the same objects (or fresh tensors of
+    the same array, which both make for an array a node saved), the same numbers."""
     inputs, scalars, leaves, nodes = got
-    return (len(inputs) == len(col.inputs) and all(a is b for a, b in zip(inputs, col.inputs))
+    return (len(inputs) == len(col.inputs) and
+            all(a is b or a._store is b._store for a, b in zip(inputs, col.inputs))
             and scalars == col.scalars and len(leaves) == len(col.leaves)
             and all(a is b for a, b in zip(leaves, col.leaves))
             and len(nodes) == len(held) and all(a is b for a, b in zip(nodes, held)))

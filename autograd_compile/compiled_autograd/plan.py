@@ -36,7 +36,8 @@ from ..fx.graph_module import compile_forward
 from ..tensor import Tensor
 from .collect import _CONSTS, _arg_flags, _lifts_int
 
-_HOOKED = "n._tensor_hooks or n._retained or n._pre_hooks or n._post_hooks"
+# a node other than an accumulator has hooks: the generic walk hands the graph over
+HOOKED = "n._tensor_hooks or n._retained or n._pre_hooks or n._post_hooks"
 _LEAF_HOOKED = "t._backward_hooks or t._post_acc_hooks or n._pre_hooks or n._post_hooks"
 
 
@@ -54,7 +55,7 @@ class Plan:
         self.fn, self.sizes, self.source = fn, sizes, source
 
 
-class _Code:
+class Writer:
     """The generated lines and the constants they name."""
 
     def __init__(self) -> None:
@@ -87,7 +88,7 @@ def _plain_shape(shape: Any) -> Any:
     return type(shape)(shape)
 
 
-def _tensor_check(c: _Code, t: Tensor, var: str) -> None:
+def write_tensor(c: Writer, t: Tensor, var: str) -> None:
     """``var`` (a tensor) has ``t``'s class, dtype, shape and requires_grad: Collector's
     aval branch, so only classes that keep Tensor's shape and dtype."""
     cls = type(t)
@@ -101,7 +102,7 @@ def _tensor_check(c: _Code, t: Tensor, var: str) -> None:
     c.emit(f"inputs.append({var})")
 
 
-def _saved(c: _Code, sv: SavedVariable, var: str) -> None:
+def write_saved(c: Writer, sv: SavedVariable, var: str) -> None:
     """A saved tensor, unpacked as ``Collector.saved`` does (a stale version hands over
     to the generic walk, which raises PyTorch's error)."""
     if type(sv) is not SavedVariable or sv.unpack_hook is not None or sv.freed:
@@ -118,25 +119,25 @@ def _saved(c: _Code, sv: SavedVariable, var: str) -> None:
         c.emit("t = x.value")
         c.fail_if("t._version != x.version")
         t = sv.value
-    _tensor_check(c, t, "t")
+    write_tensor(c, t, "t")
 
 
-def _meta(c: _Code, m: TensorMeta, var: str) -> None:
+def write_meta(c: Writer, m: TensorMeta, var: str) -> None:
     c.emit(f"x = {var}")
     c.fail_if(f"type(x) is not TensorMeta or x.shape != {c.const(_plain_shape(m.shape))} or "
               f"x.dtype != {c.const(m.dtype)}")
 
 
-def _metas(c: _Code, metas: list) -> None:
+def write_metas(c: Writer, metas: list) -> None:
     c.emit("im = n.input_meta")
     c.fail_if(f"len(im) != {len(metas)}")
     for k, m in enumerate(metas):
         if type(m) is not TensorMeta:
             raise Unsupported("input metadata")
-        _meta(c, m, f"im[{k}]")
+        write_meta(c, m, f"im[{k}]")
 
 
-def _argument(c: _Code, value: Any, var: str, is_size: bool, lift: Any) -> None:
+def _argument(c: Writer, value: Any, var: str, is_size: bool, lift: Any) -> None:
     """One saved argument of an op node, by the branch ``Collector.op_node`` takes."""
     kind = type(value)
     if kind is int and _lifts_int(value, lift):
@@ -144,17 +145,17 @@ def _argument(c: _Code, value: Any, var: str, is_size: bool, lift: Any) -> None:
         c.fail_if(f"type(x) is not int or not lifts_int(x, {c.const(lift)})")
         c.emit("scalars.append(x)")
     elif kind is SavedVariable:
-        _saved(c, value, var)
+        write_saved(c, value, var)
     elif kind is TensorMeta:
-        _meta(c, value, var)
+        write_meta(c, value, var)
     elif kind is list and value and type(value[0]) in (SavedVariable, TensorMeta):
         c.emit(f"v2 = {var}")
         c.fail_if(f"type(v2) is not list or len(v2) != {len(value)}")
         for k, x in enumerate(value):
             if type(x) is SavedVariable:
-                _saved(c, x, f"v2[{k}]")
+                write_saved(c, x, f"v2[{k}]")
             elif type(x) is TensorMeta:
-                _meta(c, x, f"v2[{k}]")
+                write_meta(c, x, f"v2[{k}]")
             else:
                 raise Unsupported(f"list item {type(x).__name__}")
     elif value is None:
@@ -172,8 +173,8 @@ def _argument(c: _Code, value: Any, var: str, is_size: bool, lift: Any) -> None:
         raise Unsupported(f"argument {kind.__name__}")
 
 
-def _op_node(c: _Code, node: OpNode) -> None:
-    c.fail_if(f"type(n) is not OpNode or n.op is not {c.const(node.op)} or {_HOOKED}")
+def _op_node(c: Writer, node: OpNode) -> bool:
+    c.fail_if(f"type(n) is not OpNode or n.op is not {c.const(node.op)} or {HOOKED}")
     c.fail_if(f"n.arg_kinds != {c.const(node.arg_kinds)}")
     c.emit("if n._ca_memo is None: n._ca_memo = 0")  # as the generic walk marks it
     c.emit("held.append(n)")
@@ -187,33 +188,38 @@ def _op_node(c: _Code, node: OpNode) -> None:
         c.emit("so = n.saved_out")
         c.fail_if(f"so is None or len(so) != {len(node.saved_out)}")
         for k, sv in enumerate(node.saved_out):
-            _saved(c, sv, f"so[{k}]")
-    _metas(c, node.input_meta)
+            write_saved(c, sv, f"so[{k}]")
+    write_metas(c, node.input_meta)
+    return True
 
 
-def _accumulator(c: _Code, node: AccumulateGrad) -> None:
+def _accumulator(c: Writer, node: AccumulateGrad) -> bool:
     v = node.variable
     c.fail_if("type(n) is not AccumulateGrad")
     c.emit("t = n.variable")
     c.fail_if(_LEAF_HOOKED)
     c.fail_if(f"t.dtype != {c.const(v.dtype)} or (t._grad is None) is not {v._grad is None!r}")
     c.emit("leaves.append(t)")
-    _metas(c, node.input_meta)
+    write_metas(c, node.input_meta)
+    return False
 
 
-def _node(c: _Code, node: Node) -> bool:
-    """The checks of one newly discovered node (bound to ``n``); True if it has edges
-    the walk follows (accumulators have none)."""
-    if type(node) is OpNode:
-        _op_node(c, node)
-        return True
-    if type(node) is AccumulateGrad:
-        _accumulator(c, node)
-        return False
-    raise Unsupported(f"node type {type(node).__name__}")
+# per node type: write the checks of one newly discovered node (bound to ``n``); True if
+# the walk follows its edges (accumulators have none). Other packages add their node
+# types (aot/program.py: a compiled region's backward node), as they add VISITORS.
+PLANNERS: dict[type, Callable[[Writer, Any], bool]] = {
+    OpNode: _op_node, AccumulateGrad: _accumulator,
+}
 
 
-def _edges(c: _Code, pid: int, edges: Any, ids: dict[Node, int],
+def _node(c: Writer, node: Node) -> bool:
+    planner = PLANNERS.get(type(node))
+    if planner is None:
+        raise Unsupported(f"node type {type(node).__name__}")
+    return planner(c, node)
+
+
+def _edges(c: Writer, pid: int, edges: Any, ids: dict[Node, int],
            stack: list[tuple[int, Any]]) -> None:
     """One pop of the walk's stack: each edge to nothing, to a node seen before, or to a
     new node (numbered in discovery order and checked at once, as the walk visits it)."""
@@ -238,13 +244,13 @@ def _edges(c: _Code, pid: int, edges: Any, ids: dict[Node, int],
 def build(roots: list[Tensor], grads: list[Tensor], header: tuple, sizes: list[int]) -> Plan:
     """The plan of the graph under ``roots`` (just walked by the fast path, whose exact
     key had a cache entry); raises :class:`Unsupported` for graphs it does not handle."""
-    c = _Code()
+    c = Writer()
     c.fail_if(f"UNPACK_OVERRIDE or header != {c.const(header)} or len(roots) != "
               f"{len(roots)} or len(grads) != {len(grads)}")
     c.emit("inputs = []; scalars = []; leaves = []; held = []")
     for k, g in enumerate(grads):
         c.emit(f"g = grads[{k}]")
-        _tensor_check(c, g, "g")
+        write_tensor(c, g, "g")
     c.emit("e0 = [gradient_edge(r) for r in roots]")
     ids: dict[Node, int] = {}
     stack: list[tuple[int, Any]] = [(0, [gradient_edge(t) for t in roots])]
