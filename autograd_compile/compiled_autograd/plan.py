@@ -33,6 +33,7 @@ from ..autograd.derivatives import OpNode
 from ..autograd.node import AccumulateGrad, Node, TensorMeta, gradient_edge
 from ..autograd.saved import UNPACK_OVERRIDE, SavedVariable
 from ..fx.graph_module import compile_forward
+from ..kernels._xp import _ARRAY
 from ..tensor import Tensor
 from .collect import _CONSTS, _arg_flags, _lifts_int
 
@@ -96,7 +97,8 @@ def write_tensor(c: Writer, t: Tensor, var: str) -> None:
     if cls.shape is not Tensor.shape or cls.dtype is not Tensor.dtype or aval is None:
         raise Unsupported(f"tensor class {cls.__name__}")
     c.fail_if(f"type({var}) is not {c.const(cls)}")
-    c.emit(f"a = {var}._data.aval")
+    c.emit(f"a = {var}._store")  # ``_data`` without the property call where it is jax's
+    c.emit(f"a = (a if type(a) is {c.const(_ARRAY)} else {var}._data).aval")
     c.fail_if(f"a.shape != {c.const(_plain_shape(aval.shape))} or a.dtype != "
               f"{c.const(aval.dtype)} or {var}._requires_grad is not {t._requires_grad!r}")
     c.emit(f"inputs.append({var})")
