@@ -337,3 +337,20 @@ def test_a_compiled_regions_backward_is_planned_and_matches_eager():
     assert _refuses(plan, region(_x(5), *compiled.params))
     for batch in (5, 5, 4, 5):
         step(batch)
+
+
+def test_check_mode_catches_a_plan_that_reads_the_wrong_values(monkeypatch):
+    """The checker itself: a corrupted plan (its inputs out of order) is caught on the
+    first graph it serves, with a message that names the plan."""
+    monkeypatch.setattr(fastpath.config, "CHECK", True)
+    eager, compiled = Model(), Model()
+    plan = _warm(eager, compiled)
+    good = plan.fn
+
+    def swapped(roots, grads, header):
+        got = good(roots, grads, header)
+        return None if got is None else (got[0][::-1],) + got[1:]
+    plan.fn = swapped
+    with pytest.raises(AssertionError, match="a backward plan served a graph"):
+        _step(eager, compiled)
+    assert all(p.grad is None for p in compiled.params)  # nothing was written
