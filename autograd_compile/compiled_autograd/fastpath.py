@@ -221,7 +221,8 @@ def leaf_ids(col: Collector) -> None:
 def _pick(entries: list, scalars: list) -> Any:
     """The first entry whose scalar guards hold (the exact key has sizes, not scalars)."""
     for entry in entries:
-        if all(scalars[i] == v for i, v in entry.scalar_guards):
+        guards = entry.scalar_guards
+        if not guards or all(scalars[i] == v for i, v in guards):
             return entry
     return None
 
