@@ -49,6 +49,11 @@ def _x(batch: int = 4, seed: int = 1, dtype=np.float32):
     return acg.tensor(np.random.default_rng(seed).standard_normal((batch, WIDTH)).astype(dtype))
 
 
+def _served() -> plans.Plan | None:
+    """The plan that served the last backward (tried first next time)."""
+    return fastpath._RECENT[0][2] if fastpath._RECENT else None
+
+
 def _header() -> tuple:
     return (ca.api.lookup_backend("jax"), False, True, TLS.grad_enabled)
 
@@ -78,7 +83,7 @@ def _step(eager: Model, compiled: Model, zero: bool = True, batch: int = 4, **kw
 def _warm(eager: Model, compiled: Model, **kw) -> plans.Plan:
     for _ in range(3):
         _step(eager, compiled, **kw)
-    plan = fastpath._LAST[2]
+    plan = _served()
     assert isinstance(plan, plans.Plan), "the loop's exact key should have a plan"
     for p in eager.params + compiled.params:  # as the loop's next step starts
         p.grad = None
@@ -97,7 +102,7 @@ def test_a_loop_is_served_by_its_plan_with_eager_gradients():
     for _ in range(3):
         _step(eager, compiled)
     assert ca.counters["captures"] == 1 and ca.counters["cache_hits"] == hits + 3
-    assert fastpath._LAST[2] is plan
+    assert _served() is plan
     assert "def forward(roots, grads, header):" in plan.source
     for p in compiled.params:
         p.grad = None
@@ -122,7 +127,7 @@ def test_lifted_float_changes_are_served_and_read_afresh():
     plan = _warm(eager, compiled)
     assert not _refuses(plan, Model().loss(_x(), scale=-0.25))
     _step(eager, compiled, scale=-0.25)
-    assert fastpath._LAST[2] is plan and ca.counters["captures"] == 1
+    assert _served() is plan and ca.counters["captures"] == 1
 
 
 def test_a_power_guard_picks_its_own_entry():
@@ -224,7 +229,7 @@ def test_plan_refuses_a_shared_node_where_it_saw_two():
         for _ in range(3):
             w.grad = None
             loss(False).backward()
-    plan = fastpath._LAST[2]
+    plan = _served()
     assert isinstance(plan, plans.Plan)
     w.grad = None
     assert not _refuses(plan, loss(False))
@@ -301,7 +306,7 @@ def test_graphs_without_a_plan_keep_the_generic_walk():
         w.grad = None
         with ca.enable("jax"):
             Cube.apply(w).sum().backward()
-    assert fastpath._LAST[2] is False
+    assert _served() is None and set(fastpath._PLANS.values()) == {False}
     assert ca.counters["captures"] == 1
     assert_close(w.grad, 3 * np.linspace(-1, 1, WIDTH) ** 2, rtol=1e-5)
 
@@ -329,7 +334,7 @@ def test_a_compiled_regions_backward_is_planned_and_matches_eager():
             assert_close(b, a, rtol=1e-5, atol=1e-6)
     for _ in range(3):
         step(4)
-    plan = fastpath._LAST[2]
+    plan = _served()
     assert isinstance(plan, plans.Plan) and "n.region is not" in plan.source
     for p in compiled.params:
         p.grad = None
@@ -354,3 +359,24 @@ def test_check_mode_catches_a_plan_that_reads_the_wrong_values(monkeypatch):
     with pytest.raises(AssertionError, match="a backward plan served a graph"):
         _step(eager, compiled)
     assert all(p.grad is None for p in compiled.params)  # nothing was written
+
+
+def test_two_alternating_backwards_are_both_served_by_their_plans():
+    """A GAN-style loop alternates two graphs: each keeps its plan (tried newest first)."""
+    eager, compiled = Model(), Model()
+    for _ in range(3):
+        _step(eager, compiled)
+        _step(eager, compiled, act=acg.Tensor.sigmoid)
+    assert len(fastpath._RECENT) == 2
+    served = []
+    for _, _, plan in fastpath._RECENT:
+        def counted(*a, _fn=plan.fn):
+            got = _fn(*a)
+            served.append(got is not None)
+            return got
+        plan.fn = counted
+    for _ in range(3):
+        _step(eager, compiled)
+        _step(eager, compiled, act=acg.Tensor.sigmoid)
+    assert served.count(True) == 6  # every backward served; the other plan refused first
+    assert ca.counters["captures"] == 2

@@ -35,10 +35,14 @@ from ..tensor import Tensor
 
 EXACT_LIMIT = 64  # exact keys kept (several per cached graph: one per size combination)
 _EXACT: "OrderedDict[CacheKey, list[Any]]" = OrderedDict()
-# the exact key of the last backward that hit, its entries, and its plan (None: none yet)
-_LAST: list = [None, None, None]
+_LAST: list = [None, None]  # the exact key of the last backward that hit, its entries
 # each exact key's plan (plan.py), made at its first hit; False: its graph has none
 _PLANS: "dict[CacheKey, plans.Plan | bool]" = {}
+# (exact key, its entries, its plan) of the last backwards served, newest first: each is
+# tried before the generic walk (a GAN's loop alternates two backwards; a plan refuses
+# another structure within its first few checks)
+RECENT_LIMIT = 4
+_RECENT: "list[tuple[CacheKey, list[Any], plans.Plan]]" = []
 log = config.get_logger("compiled_autograd")
 
 
@@ -70,16 +74,20 @@ def collect(roots: list[Tensor], grads: list[Tensor], header: tuple) -> Walk | F
     has hooks (the general path snapshots and plans them) or a saved tensor has an
     unpack hook (the general path calls it, once). The key's items without the sizes
     are the general cache's key for this graph (see ``Collected.from_walk``).
-    A graph of the last hit's structure is read by that key's plan (a :class:`Found`)."""
-    last, entries, plan = _LAST
-    if plan:
+    A graph of a recent hit's structure is read by that key's plan (a :class:`Found`)."""
+    for k, (key, entries, plan) in enumerate(_RECENT):
         got = plan.fn(roots, grads, header)
-        if got is not None:
-            entry = _pick(entries, got[1])
-            if entry is not None:
-                if config.CHECK:
-                    _verify(roots, grads, header, last, got)
-                return Found(got, plan.sizes, entry)
+        if got is None:
+            continue
+        entry = _pick(entries, got[1])
+        if entry is None:
+            break  # this structure, but no entry's scalar guards hold: the general path
+        if k:
+            _RECENT.insert(0, _RECENT.pop(k))
+        if config.CHECK:
+            _verify(roots, grads, header, key, got)
+        return Found(got, plan.sizes, entry)
+    last, entries = _LAST
     col = Collector()
     col.no_unpack_hooks = True
     held: list[Node] = []  # nodes that may hold saved tensors (not accumulators)
@@ -96,9 +104,23 @@ def collect(roots: list[Tensor], grads: list[Tensor], header: tuple) -> Walk | F
         walk = Walk(CacheKey(list(items)), col, nodes, held)  # hashed once
         entries = _EXACT.get(walk.key)
         if entries is not None:
-            _LAST[:] = walk.key, entries, _plan(walk.key, roots, grads, header, walk)
+            _LAST[:] = walk.key, entries
     walk.entry = _pick(entries, col.scalars) if entries else None
+    if walk.entry is not None:
+        _serve(walk.key, entries, _plan(walk.key, roots, grads, header, walk))
     return walk
+
+
+def _serve(key: CacheKey, entries: list, plan: Any) -> None:
+    """Put ``key``'s plan first among those tried before the walk."""
+    if not plan:
+        return
+    for k, item in enumerate(_RECENT):
+        if item[0] is key:
+            del _RECENT[k]
+            break
+    _RECENT.insert(0, (key, entries, plan))
+    del _RECENT[RECENT_LIMIT:]
 
 
 def _plan(key: CacheKey, roots: list[Tensor], grads: list[Tensor], header: tuple,
@@ -237,11 +259,14 @@ def remember(walk: Walk, entry: Any) -> None:
     if entry not in entries:
         entries.insert(0, entry)
     if len(_EXACT) > EXACT_LIMIT:
-        _PLANS.pop(_EXACT.popitem(last=False)[0], None)
+        gone = _EXACT.popitem(last=False)[0]
+        _PLANS.pop(gone, None)
+        _RECENT[:] = [item for item in _RECENT if item[0] is not gone]
 
 
 def forget() -> None:
     """Drop every exact key (the general cache was reset or evicted an entry)."""
     _EXACT.clear()
     _PLANS.clear()
-    _LAST[:] = None, None, None
+    _RECENT.clear()
+    _LAST[:] = None, None
