@@ -155,7 +155,7 @@ class Region:
         return list(inputs) + [src if kind == "lifted" else None for kind, src in self.extras]
 
     def __call__(self, inputs: list[Tensor]) -> Any:
-        arrays = [t._data for t in inputs]
+        arrays = [s if type(s := t._store) is _xp._ARRAY else t._data for t in inputs]
         for kind, src in self.extras:  # keys drawn in the order the region drew them
             arrays.append(src._data if kind == "lifted" else src.next_key()._data)
         outs = self.fw(*arrays)  # a failed value check raises before anything is written
@@ -183,7 +183,9 @@ class Region:
         for t, d in zip(results, self.diff):
             if d:
                 t.grad_fn, t._output_nr, t._requires_grad = node, len(metas), True
-                metas.append(TensorMeta(tuple(t.shape), t.dtype))
+                a = t._store  # a result: a plain tensor of the program's jax array (or of a
+                a = a.aval if type(a) is _xp._ARRAY else a  # host array, run op by op)
+                metas.append(TensorMeta(tuple(a.shape), a.dtype))
         node.input_meta = metas
         saved: list[Any] = []
         for kind, i in self.saved:
@@ -300,8 +302,9 @@ def _plan(c: plan.Writer, node: CompiledFunctionBackward) -> bool:
             plan.write_saved(c, s, f"v[{k}]")
         elif type(s) is _xp._ARRAY:  # as ``_collect``: a fresh plain tensor of the array
             c.emit(f"x = v[{k}]")
-            c.fail_if(f"type(x) is not {c.const(_xp._ARRAY)} or x.shape != "
-                      f"{c.const(tuple(s.shape))} or x.dtype != {c.const(s.dtype)}")
+            c.fail_if(f"type(x) is not {c.const(_xp._ARRAY)}")
+            c.emit("a = x.aval")  # shape and dtype without two property calls
+            c.fail_if(f"a.shape != {c.const(tuple(s.shape))} or a.dtype != {c.const(s.dtype)}")
             c.emit(f"inputs.append({c.const(_make)}(x))")
         elif isinstance(s, Tensor):
             c.emit(f"t = v[{k}]")
