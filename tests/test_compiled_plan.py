@@ -380,3 +380,15 @@ def test_two_alternating_backwards_are_both_served_by_their_plans():
         _step(eager, compiled, act=acg.Tensor.sigmoid)
     assert served.count(True) == 6  # every backward served; the other plan refused first
     assert ca.counters["captures"] == 2
+
+
+def test_a_plan_that_meets_unexpected_state_hands_over_to_the_walk():
+    """A plan that raises (state it was not written for) refuses; the walk decides."""
+    eager, compiled = Model(), Model()
+    plan = _warm(eager, compiled)
+
+    def broken(roots, grads, header):
+        raise AttributeError("no aval")
+    plan.fn = broken
+    _step(eager, compiled)  # served by the generic walk, with eager's gradients
+    assert ca.counters["captures"] == 1

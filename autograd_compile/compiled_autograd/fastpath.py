@@ -76,7 +76,10 @@ def collect(roots: list[Tensor], grads: list[Tensor], header: tuple) -> Walk | F
     are the general cache's key for this graph (see ``Collected.from_walk``).
     A graph of a recent hit's structure is read by that key's plan (a :class:`Found`)."""
     for k, (key, entries, plan) in enumerate(_RECENT):
-        got = plan.fn(roots, grads, header)
+        try:
+            got = plan.fn(roots, grads, header)
+        except Exception:  # noqa: BLE001 - state a plan never saw (an array without an
+            got = None  # aval ...): the generic walk reads it and raises what it raises
         if got is None:
             continue
         entry = _pick(entries, got[1])
