@@ -10,7 +10,10 @@ leaves come out in the very order the cached program expects) and the key
 includes every size exactly. A key seen before maps straight to the cache
 entry the general path chose for it; only its scalar guards are re-checked.
 Anything else (a new key, hooks, a node that cannot be captured) returns a
-:class:`Walk` the general path finishes, and remembers under its key.
+:class:`Walk` the general path finishes, and remembers under its key. Once a key
+has hit, its walk is also written out as a plan (:mod:`.plan`): the plans of the last
+few keys served are tried before the walk, and one that accepts the graph reads it
+in a third of the walk's time (a :class:`Found`).
 
 >>> import autograd_compile as acg
 >>> w = acg.ones(3, requires_grad=True)
