@@ -78,7 +78,8 @@ def collect(roots: list[Tensor], grads: list[Tensor], header: tuple) -> Walk | F
     unpack hook (the general path calls it, once). The key's items without the sizes
     are the general cache's key for this graph (see ``Collected.from_walk``).
     A graph of a recent hit's structure is read by that key's plan (a :class:`Found`)."""
-    for k, (key, entries, plan) in enumerate(_RECENT):
+    for k, item in enumerate(_RECENT):
+        key, entries, plan = item
         try:
             got = plan.fn(roots, grads, header)
         except Exception:  # noqa: BLE001 - state a plan never saw (an array without an
@@ -88,8 +89,8 @@ def collect(roots: list[Tensor], grads: list[Tensor], header: tuple) -> Walk | F
         entry = _pick(entries, got[1])
         if entry is None:
             break  # this structure, but no entry's scalar guards hold: the general path
-        if k:
-            _RECENT.insert(0, _RECENT.pop(k))
+        if k:  # to the front, in one slice assignment (atomic if threads share the list)
+            _RECENT[:] = [item] + [x for x in _RECENT if x is not item]
         if config.CHECK:
             _verify(roots, grads, header, key, got)
         return Found(got, plan.sizes, entry)
@@ -121,12 +122,8 @@ def _serve(key: CacheKey, entries: list, plan: Any) -> None:
     """Put ``key``'s plan first among those tried before the walk."""
     if not plan:
         return
-    for k, item in enumerate(_RECENT):
-        if item[0] is key:
-            del _RECENT[k]
-            break
-    _RECENT.insert(0, (key, entries, plan))
-    del _RECENT[RECENT_LIMIT:]
+    rest = [x for x in _RECENT if x[0] is not key]
+    _RECENT[:] = ([(key, entries, plan)] + rest)[:RECENT_LIMIT]  # atomic, as above
 
 
 def _plan(key: CacheKey, roots: list[Tensor], grads: list[Tensor], header: tuple,
