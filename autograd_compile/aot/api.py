@@ -13,7 +13,9 @@ from .. import config
 from ..amp.autocast_mode import active_state as active_autocast
 from ..compiled_autograd.runtime import picker
 from ..dispatch.keys import TLS
+from ..kernels._xp import _ARRAY
 from ..nn.modules import Module
+from ..nn.parameter import Parameter
 from ..tensor import Tensor
 from .escape import Sinks
 from .guards import SizeGuards, signature_diff
@@ -24,6 +26,7 @@ from .tree import flatten, flatten_call
 from .wholestep import WholeStep, wants_whole_step
 
 log = config.get_logger("aot")
+_PLAIN = frozenset({Tensor, Parameter})  # classes whose shape and dtype are Tensor's
 CACHE_SIZE_LIMIT = 8  # traces kept per compiled function (like torch's cache_size_limit)
 BACKENDS = ("jax",)
 _LIVE: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
@@ -75,8 +78,13 @@ class CompiledFunction:
         state = self._modules.tensors()
         metas, sizes = [], []
         for t in leaves:  # one shape read per argument: its rank (signature), its sizes
-            shape = t.shape
-            metas.append((t.dtype, t._requires_grad, len(shape)))
+            a = t._store
+            if type(a) is _ARRAY and type(t) in _PLAIN:  # Tensor.shape/.dtype, read off
+                a = a.aval  # the jax value's aval without two property calls each
+                shape, dtype = a.shape, a.dtype
+            else:
+                shape, dtype = t.shape, t.dtype
+            metas.append((dtype, t._requires_grad, len(shape)))
             sizes.extend(shape)
         sig = self._signature(leaves, spec, state, tuple(metas))
         if self.dynamic:

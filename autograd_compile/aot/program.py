@@ -22,6 +22,7 @@ from ..kernels import _xp
 from ..autograd.node import AccumulateGrad, Node, TensorMeta, gradient_edge
 from ..autograd.saved import _FREED, UNPACK_OVERRIDE, SavedVariable
 from ..backends.jax import _call_op, _load
+from ..compiled_autograd import plan
 from ..compiled_autograd.collect import VISITORS, Collector, NodeState
 from ..dispatch.dispatcher import OpOverload
 from ..dispatch.keys import TLS
@@ -154,7 +155,7 @@ class Region:
         return list(inputs) + [src if kind == "lifted" else None for kind, src in self.extras]
 
     def __call__(self, inputs: list[Tensor]) -> Any:
-        arrays = [t._data for t in inputs]
+        arrays = [s if type(s := t._store) is _xp._ARRAY else t._data for t in inputs]
         for kind, src in self.extras:  # keys drawn in the order the region drew them
             arrays.append(src._data if kind == "lifted" else src.next_key()._data)
         outs = self.fw(*arrays)  # a failed value check raises before anything is written
@@ -182,7 +183,9 @@ class Region:
         for t, d in zip(results, self.diff):
             if d:
                 t.grad_fn, t._output_nr, t._requires_grad = node, len(metas), True
-                metas.append(TensorMeta(tuple(t.shape), t.dtype))
+                a = t._store  # a result: a plain tensor of the program's jax array (or of a
+                a = a.aval if type(a) is _xp._ARRAY else a  # host array, run op by op)
+                metas.append(TensorMeta(tuple(a.shape), a.dtype))
         node.input_meta = metas
         saved: list[Any] = []
         for kind, i in self.saved:
@@ -285,4 +288,32 @@ def _collect(node: CompiledFunctionBackward, col: Collector) -> NodeState:
     return NodeState(state)
 
 
+def _plan(c: plan.Writer, node: CompiledFunctionBackward) -> bool:
+    """A backward plan's checks of the node: what ``_collect`` keys and reads (freed
+    saved values hand over to the generic walk, which raises the error)."""
+    c.fail_if(f"type(n) is not {c.const(CompiledFunctionBackward)} or n.region is not "
+              f"{c.const(node.region)} or {plan.HOOKED}")
+    c.emit("if n._ca_memo is None: n._ca_memo = 0")  # as the generic walk marks it
+    c.emit("held.append(n)")
+    c.emit("v = n.saved")
+    c.fail_if(f"v is None or len(v) != {len(node.saved)}")
+    for k, s in enumerate(node.saved):
+        if type(s) is SavedVariable:
+            plan.write_saved(c, s, f"v[{k}]")
+        elif type(s) is _xp._ARRAY:  # as ``_collect``: a fresh plain tensor of the array
+            c.emit(f"x = v[{k}]")
+            c.fail_if(f"type(x) is not {c.const(_xp._ARRAY)}")
+            c.emit("a = x.aval")  # shape and dtype without two property calls
+            c.fail_if(f"a.shape != {c.const(tuple(s.shape))} or a.dtype != {c.const(s.dtype)}")
+            c.emit(f"inputs.append({c.const(_make)}(x))")
+        elif isinstance(s, Tensor):
+            c.emit(f"t = v[{k}]")
+            plan.write_tensor(c, s, "t")
+        else:
+            raise plan.Unsupported(f"a compiled region saved a {type(s).__name__}")
+    plan.write_metas(c, node.input_meta)
+    return True
+
+
 VISITORS[CompiledFunctionBackward] = _visit
+plan.PLANNERS[CompiledFunctionBackward] = _plan

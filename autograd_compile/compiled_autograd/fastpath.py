@@ -10,7 +10,10 @@ leaves come out in the very order the cached program expects) and the key
 includes every size exactly. A key seen before maps straight to the cache
 entry the general path chose for it; only its scalar guards are re-checked.
 Anything else (a new key, hooks, a node that cannot be captured) returns a
-:class:`Walk` the general path finishes, and remembers under its key.
+:class:`Walk` the general path finishes, and remembers under its key. Once a key
+has hit, its walk is also written out as a plan (:mod:`.plan`): the plans of the last
+few keys served are tried before the walk, and one that accepts the graph reads it
+in a third of the walk's time (a :class:`Found`).
 
 >>> import autograd_compile as acg
 >>> w = acg.ones(3, requires_grad=True)
@@ -26,14 +29,24 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from .. import config
 from ..autograd.derivatives import OpNode
 from ..autograd.node import AccumulateGrad, GraphRoot, Node, gradient_edge
+from . import plan as plans
 from .collect import CacheKey, Collector, UsesUnpackHook, memo_of, visit_node
 from ..tensor import Tensor
 
 EXACT_LIMIT = 64  # exact keys kept (several per cached graph: one per size combination)
 _EXACT: "OrderedDict[CacheKey, list[Any]]" = OrderedDict()
 _LAST: list = [None, None]  # the exact key of the last backward that hit, its entries
+# each exact key's plan (plan.py), made at its first hit; False: its graph has none
+_PLANS: "dict[CacheKey, plans.Plan | bool]" = {}
+# (exact key, its entries, its plan) of the last backwards served, newest first: each is
+# tried before the generic walk (a GAN's loop alternates two backwards; a plan refuses
+# another structure within its first few checks)
+RECENT_LIMIT = 4
+_RECENT: "list[tuple[CacheKey, list[Any], plans.Plan]]" = []
+log = config.get_logger("compiled_autograd")
 
 
 class Walk:
@@ -48,11 +61,40 @@ class Walk:
         self.key, self.col, self.nodes, self.held, self.entry = key, col, nodes, held, None
 
 
-def collect(roots: list[Tensor], grads: list[Tensor], header: tuple) -> Walk | None:
+class Found:
+    """A plan's answer: what :func:`.cache.run_fast` reads of a :class:`Walk` (``col`` is
+    the record itself: its inputs, sizes, scalars and leaves)."""
+
+    __slots__ = ("inputs", "sizes", "scalars", "leaves", "held", "entry", "col")
+
+    def __init__(self, got: tuple, sizes: list[int], entry: Any) -> None:
+        self.inputs, self.scalars, self.leaves, self.held = got
+        self.sizes, self.entry, self.col = sizes, entry, self
+
+
+def collect(roots: list[Tensor], grads: list[Tensor], header: tuple) -> Walk | Found | None:
     """Walk the graph under ``roots`` as the engine discovers it; None if some node
     has hooks (the general path snapshots and plans them) or a saved tensor has an
     unpack hook (the general path calls it, once). The key's items without the sizes
-    are the general cache's key for this graph (see ``Collected.from_walk``)."""
+    are the general cache's key for this graph (see ``Collected.from_walk``).
+    A graph of a recent hit's structure is read by that key's plan (a :class:`Found`)."""
+    for k, item in enumerate(_RECENT):
+        key, entries, plan = item
+        try:
+            got = plan.fn(roots, grads, header)
+        except Exception:  # noqa: BLE001 - state a plan never saw (an array without an
+            got = None  # aval ...): the generic walk reads it and raises what it raises
+        if got is None:
+            continue
+        entry = _pick(entries, got[1])
+        if entry is None:
+            break  # this structure, but no entry's scalar guards hold: the general path
+        if k:  # to the front, in one slice assignment (atomic if threads share the list)
+            _RECENT[:] = [item] + [x for x in _RECENT if x is not item]
+        if config.CHECK:
+            _verify(roots, grads, header, key, got)
+        return Found(got, plan.sizes, entry)
+    last, entries = _LAST
     col = Collector()
     col.no_unpack_hooks = True
     held: list[Node] = []  # nodes that may hold saved tensors (not accumulators)
@@ -63,7 +105,6 @@ def collect(roots: list[Tensor], grads: list[Tensor], header: tuple) -> Walk | N
     if nodes is None:
         return None
     items = (tuple(col.key), tuple(col.sizes))
-    last, entries = _LAST
     if last is not None and last.items == items:  # a loop repeats its backward: no hash
         walk = Walk(last, col, nodes, held)
     else:
@@ -72,7 +113,60 @@ def collect(roots: list[Tensor], grads: list[Tensor], header: tuple) -> Walk | N
         if entries is not None:
             _LAST[:] = walk.key, entries
     walk.entry = _pick(entries, col.scalars) if entries else None
+    if walk.entry is not None:
+        _serve(walk.key, entries, _plan(walk.key, roots, grads, header, walk))
     return walk
+
+
+def _serve(key: CacheKey, entries: list, plan: Any) -> None:
+    """Put ``key``'s plan first among those tried before the walk."""
+    if not plan:
+        return
+    rest = [x for x in _RECENT if x[0] is not key]
+    _RECENT[:] = ([(key, entries, plan)] + rest)[:RECENT_LIMIT]  # atomic, as above
+
+
+def _plan(key: CacheKey, roots: list[Tensor], grads: list[Tensor], header: tuple,
+          walk: Walk) -> Any:
+    """``key``'s plan, written at its first hit from the graph just walked, and checked
+    at once against that walk (False: this graph keeps the generic walk)."""
+    found = _PLANS.get(key)
+    if found is None:
+        try:
+            found = plans.build(roots, grads, header, walk.col.sizes)
+            got = found.fn(roots, grads, header)
+            if got is None or not _same(got, walk.col, walk.held):
+                raise plans.Unsupported("the plan disagrees with the walk it was written from")
+        except plans.Unsupported as e:
+            log.debug("no plan for this backward's walk: %s", e)
+            found = False
+        _PLANS[key] = found
+    return found
+
+
+def _same(got: tuple, col: Collector, held: list[Node]) -> bool:
+    """A plan's reading equals the generic walk's: the same objects (or fresh tensors of
+    the same array, which both make for an array a node saved), the same numbers."""
+    inputs, scalars, leaves, nodes = got
+    return (len(inputs) == len(col.inputs) and
+            all(a is b or a._store is b._store for a, b in zip(inputs, col.inputs))
+            and scalars == col.scalars and len(leaves) == len(col.leaves)
+            and all(a is b for a, b in zip(leaves, col.leaves))
+            and len(nodes) == len(held) and all(a is b for a, b in zip(nodes, held)))
+
+
+def _verify(roots: list[Tensor], grads: list[Tensor], header: tuple, key: CacheKey,
+            got: tuple) -> None:
+    """ACG_CHECK=1: a graph a plan served gives the generic walk the same exact key and
+    the same runtime values."""
+    col = Collector()
+    col.no_unpack_hooks = True
+    held: list[Node] = []
+    nodes = _walk(roots, grads, header, col, held)
+    if nodes is None or CacheKey([tuple(col.key), tuple(col.sizes)]) != key or \
+            not _same(got, col, held):
+        raise AssertionError("compiled autograd: a backward plan served a graph whose walk "
+                             "differs from the one it was written for")
 
 
 def _walk(roots: list[Tensor], grads: list[Tensor], header: tuple, col: Collector,
@@ -152,7 +246,8 @@ def leaf_ids(col: Collector) -> None:
 def _pick(entries: list, scalars: list) -> Any:
     """The first entry whose scalar guards hold (the exact key has sizes, not scalars)."""
     for entry in entries:
-        if all(scalars[i] == v for i, v in entry.scalar_guards):
+        guards = entry.scalar_guards
+        if not guards or all(scalars[i] == v for i, v in guards):
             return entry
     return None
 
@@ -167,10 +262,14 @@ def remember(walk: Walk, entry: Any) -> None:
     if entry not in entries:
         entries.insert(0, entry)
     if len(_EXACT) > EXACT_LIMIT:
-        _EXACT.popitem(last=False)
+        gone = _EXACT.popitem(last=False)[0]
+        _PLANS.pop(gone, None)
+        _RECENT[:] = [item for item in _RECENT if item[0] is not gone]
 
 
 def forget() -> None:
     """Drop every exact key (the general cache was reset or evicted an entry)."""
     _EXACT.clear()
+    _PLANS.clear()
+    _RECENT.clear()
     _LAST[:] = None, None

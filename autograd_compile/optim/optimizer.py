@@ -26,7 +26,10 @@ import jax.numpy as jnp
 
 from .. import journal
 from ..autograd.grad_mode import enable_grad
+from ..kernels._xp import _ARRAY
 from ..tensor import Tensor, _make
+
+_GRAD = Tensor.grad  # the property zero_grad may bypass outside a backward
 
 Rule = Callable[..., tuple[Any, dict]]
 
@@ -76,7 +79,7 @@ def _write_back(params: list[Tensor], states: list[dict], new_params: tuple,
             p._set_data(a)
     else:
         for p, a in zip(params, new_params):
-            p._data = a
+            p._store = a  # what the ``_data`` setter does, without the call
             p._version += 1
     for s, ns in zip(states, new_states):
         for k, v in ns.items():
@@ -84,6 +87,12 @@ def _write_back(params: list[Tensor], states: list[dict], new_params: tuple,
                 s[k]._data = v
             else:  # a lazily created entry (SGD's first momentum buffer)
                 s[k] = _make(v)
+
+
+def _value(t: Tensor) -> Any:
+    """``t._data`` without the property call where the value is a jax array already."""
+    s = t._store
+    return s if type(s) is _ARRAY else t._data
 
 
 def _typename(v: Any) -> str:
@@ -173,11 +182,14 @@ class Optimizer:
     # -- gradients ------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's ``.grad``: to None (default) or to zeros."""
+        direct = set_to_none and not journal.active()  # nothing to record for an undo
         for group in self.param_groups:
             for p in group["params"]:
                 if p._grad is None:
                     continue
-                if set_to_none:
+                if direct and type(p).grad is _GRAD:
+                    p._grad = None  # the setter's whole effect outside a backward
+                elif set_to_none:
                     p.grad = None
                 else:
                     p.grad = _make(jnp.zeros_like(p._grad._data))
@@ -197,8 +209,8 @@ class Optimizer:
         new_params, new_states = _apply(
             type(self)._rule,
             tuple([self._static(g) for g in groups]),
-            tuple([tuple([p._data for p in ps]) for ps in live]),
-            tuple([tuple([p._grad._data for p in ps]) for ps in live]),
+            tuple([tuple([_value(p) for p in ps]) for ps in live]),
+            tuple([tuple([_value(p._grad) for p in ps]) for ps in live]),
             tuple([tuple([{k: v._data for k, v in s.items()} for s in ss]) for ss in states]),
             tuple([self._hyperparameters(i, g) for i, g in enumerate(groups)]))
         for ps, ss, nps, nss in zip(live, states, new_params, new_states):
