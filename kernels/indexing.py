@@ -613,9 +613,29 @@ def _host_setitem(x: Tensor, steps: list, value: Any) -> bool:
     return True
 
 
+def _host_row(x: Tensor, i: int) -> Tensor | None:
+    """``x[i]`` of a plain host value (a TensorDataset's read): the step getitem would take,
+    without finding it; None: getitem's own path (bounds errors, jax values, history)."""
+    store = x._store
+    if type(store) is not np.ndarray or not store.ndim or x._requires_grad or \
+            x.grad_fn is not None or not _xp.unobserved():
+        return None
+    n = store.shape[0]
+    if not -n <= i < n:
+        return None
+    step = ("select", 0, i if i >= 0 else i + n)
+    out = store[i, ...]  # a view of a read-only value (Ellipsis: a 0-d array, not a scalar)
+    out.setflags(write=False)
+    return view_of(_make(out), x, lambda b, v: _write(b, v, step))
+
+
 def getitem(x: Tensor, index: Any) -> Tensor:
     """``x[index]``: ints, slices (positive steps), None, Ellipsis, int/bool tensors, lists.
     Basic steps give views (writes through them reach ``x``); an advanced index copies."""
+    if type(index) is int and type(x) is Tensor:
+        out = _host_row(x, index)
+        if out is not None:
+            return out
     steps = steps_of(tuple(x.shape), index)
     if not steps:
         return x.view(list(x.shape))  # x[...] / x[:]: a new tensor, as PyTorch's view
