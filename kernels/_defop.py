@@ -158,6 +158,11 @@ def float_like(x: Any, *args: Any, **kwargs: Any) -> TensorMeta:
 
 # -- op builders ------------------------------------------------------------------------
 
+# op -> the numpy kernel its host tier runs, for the elementwise unary ops: the Python
+# function of each (kernels/api.py) calls it directly on a plain host value
+HOST_UNARY: dict[OpOverload, Callable] = {}
+
+
 def unary(name: str, fn: Callable, backward: Any = _UNSET, save: SaveSpec = ("self",),
           *, floating: bool = True) -> OpOverload:
     """``name(Tensor self) -> Tensor``; ``floating``: integer inputs compute in float32."""
@@ -165,9 +170,12 @@ def unary(name: str, fn: Callable, backward: Any = _UNSET, save: SaveSpec = ("se
     kernel = (lambda x: fn(cast(x, to_float(x.dtype)))) if floating else fn
     host = (None if twin is None else
             (lambda x: twin(cast(x, to_float(x.dtype)))) if floating else twin)
-    return defop(f"{name}(Tensor self) -> Tensor", kernel,
-                 shape=float_like if floating else same_shape, backward=backward, save=save,
-                 host=host or False, cost="stream")
+    op = defop(f"{name}(Tensor self) -> Tensor", kernel,
+               shape=float_like if floating else same_shape, backward=backward, save=save,
+               host=host or False, cost="stream")
+    if host is not None:
+        HOST_UNARY[op] = host
+    return op
 
 
 def binary(name: str, fn: Callable, backward: Any = _UNSET, save: SaveSpec = None,

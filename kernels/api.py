@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from autograd_compile.autograd.derivatives import record
 from autograd_compile.devices import as_device, to_jax
 from autograd_compile.dispatch.keys import TLS
 from autograd_compile.tracing.symbolic_shapes import SymFloat, SymInt
@@ -37,6 +38,7 @@ from . import nn as N
 from . import reductions as R
 from . import shape as S
 from ._dtypes import DEFAULT_INT, as_dtype, default_float, is_float, result_type, set_default_float
+from ._defop import HOST_UNARY
 from ._jit import clear_programs
 from ._shapes import numel as _numel
 from ._shapes import shapes_equal, wrap_dim
@@ -274,9 +276,43 @@ def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None
 
 
 # -- elementwise ---------------------------------------------------------------------------------
+_PLAIN_KEYS = Tensor._acg_keys  # the Backend key alone: no __acg_dispatch__ of its own
+
+
+def _host_unary(op: Any, twin: Callable, stat: str, x: Any) -> Tensor | None:
+    """``op(x)`` for a plain host value of a float dtype: the op's own numpy kernel (the
+    one its host tier runs at this size, so the same bits), without the dispatcher; with
+    autograd history, the node the op's Autograd kernel records. None: the op runs it."""
+    if not isinstance(x, Tensor) or x._acg_keys != _PLAIN_KEYS or not _xp.unobserved():
+        return None
+    a = x._store
+    if type(a) is not np.ndarray or a.dtype.kind != "f" or a.size > _xp.HOST_MAX_ELEMENTS or \
+            (x._requires_grad and TLS.excluded):
+        return None
+    try:
+        with np.errstate(all="ignore"):  # IEEE results, as XLA gives, without warnings
+            out = np.asarray(twin(a))  # (a 0-d input gives a numpy scalar)
+    except Exception:  # numpy cannot: the op path decides (and raises what it raises)
+        return None
+    if out.dtype != a.dtype:
+        return None
+    out.setflags(write=False)
+    _xp.STATS[stat] += 1
+    result = _make(out)
+    if x._requires_grad and TLS.grad_enabled:
+        record(op, [x], result)
+    return result
+
+
 def _unary(op: Any, name: str) -> Callable[[Tensor], Tensor]:
-    def fn(input: Tensor) -> Tensor:
-        return op(input)
+    twin, stat = HOST_UNARY.get(op), op.name.replace(".", "_")
+    if twin is None:
+        def fn(input: Tensor) -> Tensor:
+            return op(input)
+    else:
+        def fn(input: Tensor) -> Tensor:
+            out = _host_unary(op, twin, stat, input)
+            return op(input) if out is None else out
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` (op ``{op.qualname}``)."
     return fn

@@ -439,6 +439,41 @@ def test_operators_with_autograd_history_record_the_ops_node(mode: object) -> No
         assert (a * b).grad_fn is None and not (a * b).requires_grad
 
 
+def test_unary_ops_on_host_values_skip_the_dispatcher(mode: object) -> None:
+    """tanh, sigmoid, exp, relu... of a plain float host value run the op's own numpy kernel
+    directly (the same bits as the op path) and record the op's node: gradients against
+    jax.grad in all three modes; other dtypes take the op path, with its dtype."""
+    import cProfile
+    import pstats
+    x0 = np.linspace(-2, 2, 12).reshape(3, 4)  # float64: gradients checked closely
+
+    def program(x: acg.Tensor) -> acg.Tensor:
+        return (x.tanh() * x.sigmoid() + F.relu(x) + x.abs().sqrt() + acg.exp(x).log()).sum()
+
+    x = acg.tensor(x0, requires_grad=True)
+    prof = cProfile.Profile()
+    prof.runcall(lambda: [x.tanh(), x.sigmoid(), F.relu(x), x.abs().sqrt(), acg.exp(x).log()])
+    ran = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    assert not any(f.endswith("kernels/_jit.py") or (f.endswith("dispatcher.py") and fn == "_run")
+                   for (f, _, fn) in ran)  # no kernel, no dispatch
+    out = program(x)
+    with _xp.forced("xla"):
+        slow = program(acg.tensor(x0))
+    assert x.tanh().grad_fn.name() == "TanhBackward0"
+    np.testing.assert_allclose(out.item(), slow.item(), rtol=1e-12)
+    with mode():
+        out.backward()
+
+    def reference(v):
+        return (jnp.tanh(v) * jax.nn.sigmoid(v) + jax.nn.relu(v) + jnp.sqrt(jnp.abs(v))
+                + v).sum()
+    want = jax.grad(reference)(jnp.asarray(x0))  # (acg runs jax with x64 on)
+    assert want.dtype == jnp.float64
+    np.testing.assert_allclose(x.grad.numpy(), np.asarray(want), rtol=1e-10)
+    ints = acg.tensor([1, 2, 3])
+    assert ints.tanh().dtype == acg.float32 and ints.neg().dtype == acg.int64  # the op path
+
+
 def test_joins_of_plain_host_tensors_are_numpys() -> None:
     """cat/stack of plain host tensors of one dtype are numpy's joins (no kernel call), with
     PyTorch's shapes; mixed dtypes, autograd history and bad shapes take the op."""
