@@ -285,8 +285,12 @@ class JaxProgram:
         """``__call__`` for a straight plan: the program, then the writes."""
         seg, writes = self.straight
         static = seg.static_of(self._static_sizes(sizes))
-        out = seg.fn((), tuple([inputs[i]._data for i in seg.input_ids]),
-                     np.asarray(scalars, dtype=np.float64) if scalars else None, static)
+        if seg.fn.unchecked:  # one program reads each input: a saved host value goes in as
+            arrays = tuple([_program_value(inputs[i]) for i in seg.input_ids])  # it is
+        else:
+            arrays = tuple([inputs[i]._data for i in seg.input_ids])
+        out = seg.fn((), arrays, np.asarray(scalars, dtype=np.float64) if scalars else None,
+                     static)
         if TLS.mode_stack:  # a mode sees every write through the op layer
             for fn, leaf_i, out_i in writes:
                 _write(fn, leaves[leaf_i], out[out_i], False)
@@ -316,3 +320,12 @@ class JaxProgram:
                 self._size_memo.clear()
             self._size_memo[key] = env
         return env
+
+
+def _program_value(t: Tensor) -> Any:
+    """What one program call reads of ``t``: a host value (a saved activation the eager
+    forward computed in numpy) as the numpy array itself, which jit moves in one copy,
+    rather than ``_data``'s defensive copy plus transfer, kept for a reuse that a
+    backward's saved values never get."""
+    store = t._store
+    return store if type(store) is np.ndarray else t._data
