@@ -28,7 +28,7 @@ import jax.numpy as jnp
 
 from autograd_compile.tracing.fake import TensorMeta
 
-from ._defop import defop, reduce_grad
+from ._defop import defop, reduce_grad, wants
 from ._dtypes import category, is_float
 
 MODES = ("RNN_TANH", "RNN_RELU", "LSTM", "GRU")
@@ -442,10 +442,11 @@ def _wave_bwd_step(mode: str, ws: list[tuple], cats: list, f: Callable, wr: tupl
 
 def _rnn_stack_bwd(g_out: Any, g_hn: Any, g_cn: Any, x: Any, hx: Any, cx: Any, weights: list,
                    lengths: Any, ys: Any, us: Any, cs: Any, mode: str, bias: bool,
-                   proj: bool) -> tuple:
+                   proj: bool, input_grad: bool = True) -> tuple:
     """Gradients of input, hx, cx (shape [0] without one) and the weights, flat in their
     list's order: one reverse scan over the iterations, in pieces whose weight gradients
-    (large matmuls over the piece's steps) run while the next piece's loop does."""
+    (large matmuls over the piece's steps) run while the next piece's loop does. Without
+    ``input_grad`` the input's gradient (a large matmul) is skipped: shape [0]."""
     ws, lstm = _per_layer(weights, bias, proj), mode == "LSTM"
     layers, steps = len(ws), x.shape[0]
     cx = jnp.zeros((layers, x.shape[1], 0), x.dtype) if cx is None else cx
@@ -474,12 +475,13 @@ def _rnn_stack_bwd(g_out: Any, g_hn: Any, g_cn: Any, x: Any, hx: Any, cx: Any, w
                      jnp.einsum("tbg,tbh->gh", dz, hps[l][a:b]), dxp.sum((0, 1)),
                      dz.sum((0, 1)))
             acc[l] = [s + p for s, p in zip(acc[l], parts)]
-        gxs.append(_uncombine(mode, dus[0])[0] @ ws[0][0])
+        if input_grad:
+            gxs.append(_uncombine(mode, dus[0])[0] @ ws[0][0])
     dh0, dc0, _, dwr = carry
     flat = []
     for l in range(layers):
         flat += acc[l][:2] + (acc[l][2:] if bias else []) + ([dwr[l]] if proj else [])
-    gx = jnp.concatenate(gxs[::-1])[:steps]
+    gx = jnp.concatenate(gxs[::-1])[:steps] if input_grad else jnp.zeros((0,), x.dtype)
     gcx = jnp.stack(dc0) if lstm else jnp.zeros((0,), x.dtype)
     return gx, jnp.stack(dh0), gcx, jnp.concatenate([g.reshape(-1) for g in flat])
 
@@ -489,10 +491,11 @@ def _flat_metas(weights: list, dt: Any) -> TensorMeta:
 
 
 def _stack_bwd_rule(g_out: Any, g_hn: Any, g_cn: Any, x: Any, hx: Any, cx: Any, weights: list,
-                    *rest: Any) -> tuple:
+                    lengths: Any, ys: Any, us: Any, cs: Any, mode: str, bias: bool, proj: bool,
+                    input_grad: bool = True) -> tuple:
     dt = x.dtype
-    return (TensorMeta(tuple(x.shape), dt), TensorMeta(tuple(hx.shape), dt),
-            _meta_or_empty(cx if rest[-3] == "LSTM" else None, dt), _flat_metas(weights, dt))
+    return (_meta_or_empty(x if input_grad else None, dt), TensorMeta(tuple(hx.shape), dt),
+            _meta_or_empty(cx if mode == "LSTM" else None, dt), _flat_metas(weights, dt))
 
 
 def _unflatten(flat: Any, weights: list) -> list:
@@ -508,7 +511,7 @@ def _unflatten(flat: Any, weights: list) -> list:
 def _stack_backward(g: tuple, x: Any, hx: Any, cx: Any, weights: list, lengths: Any, mode: str,
                     bias: bool, proj: bool, out: tuple) -> tuple:
     gx, ghx, gcx, gw = rnn_stack_backward(g[0], g[1], g[2], x, hx, cx, weights, lengths,
-                                          out[3], out[4], out[5], mode, bias, proj)
+                                          out[3], out[4], out[5], mode, bias, proj, wants(x))
     return (reduce_grad(gx, x), reduce_grad(ghx, hx), reduce_grad(gcx, cx),
             _unflatten(gw, weights), None)
 
@@ -522,13 +525,13 @@ rnn_stack = defop(
 
 def _rnn_stack_bwd_bwd(gg_x: Any, gg_hx: Any, gg_cx: Any, gg_w: Any, g_out: Any, g_hn: Any,
                        g_cn: Any, x: Any, hx: Any, cx: Any, weights: list, lengths: Any,
-                       mode: str, bias: bool, proj: bool) -> tuple:
+                       mode: str, bias: bool, proj: bool, input_grad: bool = True) -> tuple:
     """The vjp of ``rnn_stack_backward`` with the forward recomputed inside (as for one
     layer, see :func:`_rnn_layer_bwd_bwd`); the weights' gradient flat."""
     def first(g_out: Any, g_hn: Any, g_cn: Any, x: Any, hx: Any, cx: Any, ws: list) -> tuple:
         _, _, _, ys, us, cs = _rnn_stack(x, hx, cx, ws, lengths, mode, bias, proj)
         return _rnn_stack_bwd(g_out, g_hn, g_cn, x, hx, cx, ws, lengths, ys, us, cs, mode,
-                              bias, proj)
+                              bias, proj, input_grad)
     _, vjp = jax.vjp(first, g_out, g_hn, g_cn, x, hx, cx, list(weights))
     grads = vjp((gg_x, gg_hx, gg_cx, gg_w))
     empty = jnp.zeros((0,), x.dtype)
@@ -536,7 +539,7 @@ def _rnn_stack_bwd_bwd(gg_x: Any, gg_hx: Any, gg_cx: Any, gg_w: Any, g_out: Any,
     return tuple(empty if g is None else g for g in grads[:6]) + (flat,)
 
 
-def _stack_bwd_bwd_rule(*args: Any) -> tuple:
+def _stack_bwd_bwd_rule(*args: Any, **kwargs: Any) -> tuple:
     g_out, g_hn, g_cn, x, hx, cx, weights = args[4:11]
     return tuple(_meta_or_empty(t, x.dtype) for t in (g_out, g_hn, g_cn, x, hx, cx)) + (
         _flat_metas(weights, x.dtype),)
@@ -544,9 +547,11 @@ def _stack_bwd_bwd_rule(*args: Any) -> tuple:
 
 def _stack_backward_backward(gg: tuple, g_out: Any, g_hn: Any, g_cn: Any, x: Any, hx: Any,
                              cx: Any, weights: list, lengths: Any, ys: Any, us: Any, cs: Any,
-                             mode: str, bias: bool, proj: bool, result: tuple) -> tuple:
+                             mode: str, bias: bool, proj: bool, input_grad: bool,
+                             result: tuple) -> tuple:
     like = (g_out, g_hn, g_cn, x, hx, cx)
-    grads = rnn_stack_double_backward(*gg, *like, weights, lengths, mode, bias, proj)
+    grads = rnn_stack_double_backward(*gg, *like, weights, lengths, mode, bias, proj,
+                                      input_grad)
     return tuple(reduce_grad(g, t) for g, t in zip(grads, like)) + (
         _unflatten(grads[6], weights), None, None, None, None)
 
@@ -554,12 +559,13 @@ def _stack_backward_backward(gg: tuple, g_out: Any, g_hn: Any, g_cn: Any, x: Any
 rnn_stack_backward = defop(
     "rnn_stack_backward(Tensor grad_output, Tensor grad_hn, Tensor grad_cn, Tensor input, "
     "Tensor hx, Tensor? cx, Tensor[] weights, Tensor? lengths, Tensor outputs, Tensor gates, "
-    "Tensor cells, str mode, bool bias, bool proj) -> (Tensor, Tensor, Tensor, Tensor)",
+    "Tensor cells, str mode, bool bias, bool proj, bool input_grad=True) "
+    "-> (Tensor, Tensor, Tensor, Tensor)",
     _rnn_stack_bwd, shape=_stack_bwd_rule, backward=_stack_backward_backward,
     save=("grad_output", "grad_hn", "grad_cn", "input", "hx", "cx", "weights", "lengths"))
 rnn_stack_double_backward = defop(
     "rnn_stack_double_backward(Tensor gg_input, Tensor gg_hx, Tensor gg_cx, Tensor gg_weights, "
     "Tensor grad_output, Tensor grad_hn, Tensor grad_cn, Tensor input, Tensor hx, Tensor? cx, "
-    "Tensor[] weights, Tensor? lengths, str mode, bool bias, bool proj) -> (Tensor, Tensor, "
-    "Tensor, Tensor, Tensor, Tensor, Tensor)",
+    "Tensor[] weights, Tensor? lengths, str mode, bool bias, bool proj, bool input_grad=True) "
+    "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
     _rnn_stack_bwd_bwd, shape=_stack_bwd_bwd_rule)
