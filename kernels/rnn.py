@@ -303,7 +303,7 @@ rnn_layer_double_backward = defop(
 # -- a stack of layers in one scan: the wavefront ---------------------------------------------
 # L unidirectional layers without dropout between them run as ONE op: iteration k of a single
 # scan runs layer l at step t = k - l, so the layers' matmuls in an iteration are independent
-# (XLA's CPU runtime runs them side by side) and the loop is T + L - 1 long, not L * T. Layer
+# (XLA's CPU runtime may run them side by side) and the loop is T + L - 1 long, not L * T. Layer
 # l > 0 reads layer l-1's output of the iteration before, so its input projection moves into
 # the loop (one matmul on [x_t, h] for every mode but GRU). Layer l is idle (its state held)
 # at iterations outside [l, l + T); the saved per-layer sequences are the per-layer op's.
