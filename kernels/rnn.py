@@ -310,6 +310,12 @@ rnn_layer_double_backward = defop(
 _CHUNKS = 4  # the reverse scan in pieces: a piece's weight gradients overlap the next one
 
 
+def _pieces(n: int, chunks: int) -> list[tuple[int, int]]:
+    """``chunks`` consecutive ``(start, stop)`` ranges covering ``range(n)``, none empty."""
+    cuts = sorted({n * i // min(chunks, n) for i in range(min(chunks, n) + 1)})
+    return list(zip(cuts, cuts[1:]))
+
+
 def _per_layer(weights: Any, bias: bool, proj: bool) -> list[tuple]:
     """PyTorch's flat weight list -> per layer ``(w_ih, w_hh, b_ih, b_hh, w_hr)``."""
     n = 2 + 2 * bias + proj
@@ -465,8 +471,7 @@ def _rnn_stack_bwd(g_out: Any, g_hn: Any, g_cn: Any, x: Any, hx: Any, cx: Any, w
     carry = (tuple(g_hn), tuple(g_cn), tuple(jnp.zeros_like(h) for h in hx[1:]),
              tuple(jnp.zeros_like(w) for w in wr))
     k, acc, gxs = steps + layers - 1, [[0, 0, 0, 0] for _ in ws], []
-    cuts = sorted({k * i // min(_CHUNKS, k) for i in range(min(_CHUNKS, k) + 1)})
-    for a, b in reversed(list(zip(cuts, cuts[1:]))):
+    for a, b in reversed(_pieces(k, _CHUNKS)):
         piece = jax.tree_util.tree_map(lambda v: v[a:b], seqs)
         carry, dus = jax.lax.scan(step, carry, piece, reverse=True)
         for l, du in enumerate(dus):
