@@ -1,7 +1,7 @@
 """The ``rnn`` step workload: a 2-layer LSTM, forward + backward (+ the SGD update).
 
-autograd_compile runs ``nn.LSTM`` (each layer one ``rnn_layer`` op: a ``jax.lax.scan``
-inside, its backward one reverse scan); the floor is an LSTM written by hand in JAX with
+autograd_compile runs ``nn.LSTM`` (both layers one ``rnn_stack`` op: one ``jax.lax.scan``
+with layer l at step t - l, its backward one reverse scan); the floor is an LSTM written by hand in JAX with
 ``jax.lax.scan`` over the time steps, under ``jax.jit(value_and_grad)``; PyTorch runs
 ``torch.nn.LSTM`` eagerly. All three start from the same parameters (PyTorch's names and
 layout) and one input batch; the loss is the mean square of the top layer's output.

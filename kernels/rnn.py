@@ -20,14 +20,15 @@ Modes without a cell state carry a ``[B, 0]`` one (it costs nothing).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+import math
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from autograd_compile.tracing.fake import TensorMeta
 
-from ._defop import defop, reduce_grad
+from ._defop import defop, reduce_grad, wants
 from ._dtypes import category, is_float
 
 MODES = ("RNN_TANH", "RNN_RELU", "LSTM", "GRU")
@@ -149,14 +150,18 @@ def _check_dtypes(*tensors: Any) -> None:
                          f"{[str(t.dtype) for t in present]}")
 
 
-def _rnn_rule(x: Any, hx: Any, cx: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
-              w_hr: Any, lengths: Any, mode: str, reverse: bool = False) -> tuple:
-    hidden, out = _check_sizes(x, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr, mode)
-    _check_dtypes(x, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr)
+def _check_lengths(lengths: Any, x: Any) -> None:
     if lengths is not None and (category(lengths.dtype) != 1 or tuple(lengths.shape)
                                 != (x.shape[1],)):
         raise _layer_err(f"expected integer lengths [{x.shape[1]}], got {lengths.dtype} "
                          f"{list(lengths.shape)}")
+
+
+def _rnn_rule(x: Any, hx: Any, cx: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
+              w_hr: Any, lengths: Any, mode: str, reverse: bool = False) -> tuple:
+    hidden, out = _check_sizes(x, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr, mode)
+    _check_dtypes(x, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr)
+    _check_lengths(lengths, x)
     t, b, dt = x.shape[0], x.shape[1], x.dtype
     width = w_ih.shape[0] + (w_ih.shape[0] // 3 if mode == "GRU" else 0)
     cell = hidden if mode == "LSTM" else 0
@@ -293,3 +298,279 @@ rnn_layer_double_backward = defop(
     "bool reverse=False) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, "
     "Tensor, Tensor, Tensor)",
     _rnn_layer_bwd_bwd, shape=_rnn_bwd_bwd_rule)
+
+
+# -- a stack of layers in one scan: the wavefront ---------------------------------------------
+# L unidirectional layers without dropout between them run as ONE op: iteration k of a single
+# scan runs layer l at step t = k - l, so the layers' matmuls in an iteration are independent
+# (XLA's CPU runtime may run them side by side) and the loop is T + L - 1 long, not L * T. Layer
+# l > 0 reads layer l-1's output of the iteration before, so its input projection moves into
+# the loop (one matmul on [x_t, h] for every mode but GRU). Layer l is idle (its state held)
+# at iterations outside [l, l + T); the saved per-layer sequences are the per-layer op's.
+_CHUNKS = 4  # the reverse scan in pieces: a piece's weight gradients overlap the next one
+
+
+def _pieces(n: int, chunks: int) -> list[tuple[int, int]]:
+    """``chunks`` consecutive ``(start, stop)`` ranges covering ``range(n)``, none empty."""
+    cuts = sorted({n * i // min(chunks, n) for i in range(min(chunks, n) + 1)})
+    return list(zip(cuts, cuts[1:]))
+
+
+def _per_layer(weights: Any, bias: bool, proj: bool) -> list[tuple]:
+    """PyTorch's flat weight list -> per layer ``(w_ih, w_hh, b_ih, b_hh, w_hr)``."""
+    n = 2 + 2 * bias + proj
+    out = []
+    for k in range(0, len(weights), n):
+        w = weights[k:k + n]
+        out.append((w[0], w[1], w[2] if bias else None, w[3] if bias else None,
+                    w[-1] if proj else None))
+    return out
+
+
+def _shift(seq: Any, layer: int, layers: int) -> Any:
+    """``[T, ...] -> [T + L - 1, ...]``: layer ``layer``'s step t at iteration t + layer."""
+    return jnp.pad(seq, [(layer, layers - 1 - layer)] + [(0, 0)] * (seq.ndim - 1))
+
+
+def _active(steps: int, layers: int, lengths: Any, layer: int) -> Any:
+    """[T + L - 1, B or 1, 1] bool: the iterations where ``layer`` runs a step (and, with
+    lengths, one inside the sequence)."""
+    if lengths is not None:
+        return _shift(_mask(lengths, steps), layer, layers)
+    k = jnp.arange(steps + layers - 1)
+    return ((k >= layer) & (k < steps + layer))[:, None, None]
+
+
+def _wave_inputs(mode: str, ws: list[tuple]) -> list[Any]:
+    """Per layer > 0 (not GRU): ``[w_ih | w_hh]^T``, so input and hidden projections are
+    one matmul on ``[x_t, h]``; None where the two stay apart."""
+    return [jnp.concatenate([w[0], w[1]], 1).T if l and mode != "GRU" else None
+            for l, w in enumerate(ws)]
+
+
+def _wave_u(mode: str, l: int, w: tuple, cat: Any, xin: Any, h: Any) -> Any:
+    """Layer l's ``u`` from its input ``xin`` (layer 0: already projected) and state ``h``."""
+    w_ih, w_hh, b_ih, b_hh, _ = w
+    if cat is not None:
+        u = jnp.concatenate([xin, h], 1) @ cat
+        return u if b_ih is None else u + (b_ih + b_hh)
+    xp = xin if l == 0 else (xin @ w_ih.T if b_ih is None else xin @ w_ih.T + b_ih)
+    z = h @ w_hh.T if b_hh is None else h @ w_hh.T + b_hh
+    return _combine(mode, xp, z)
+
+
+def _rnn_stack(x: Any, hx: Any, cx: Any, weights: list, lengths: Any, mode: str, bias: bool,
+               proj: bool) -> tuple:
+    """(top output, h_n [L, B, P], c_n [L, B, C], and per layer stacked on a leading L axis:
+    outputs, u and cell states, each ``[L, T, B, ...]``)."""
+    ws = _per_layer(weights, bias, proj)
+    layers, steps = len(ws), x.shape[0]
+    xp = x @ ws[0][0].T if ws[0][2] is None else x @ ws[0][0].T + ws[0][2]
+    masks = tuple(_active(steps, layers, lengths, l) for l in range(layers))
+    cx = jnp.zeros((layers, x.shape[1], 0), x.dtype) if cx is None else cx
+    f, cats = _step_fn(mode, proj, True), _wave_inputs(mode, ws)
+
+    def step(carry: tuple, inp: tuple) -> tuple:
+        hs, cs = carry
+        xp_k, ms = inp
+        us = [_wave_u(mode, l, w, cats[l], xp_k if l == 0 else hs[l - 1], hs[l])
+              for l, w in enumerate(ws)]
+        new = [f(u, hs[l], cs[l], ws[l][4], ms[l]) for l, u in enumerate(us)]
+        hs, cs = tuple(n[0] for n in new), tuple(n[1] for n in new)
+        return (hs, cs), (hs, tuple(us), cs)
+    init = (tuple(hx), tuple(cx))
+    (hn, cn), seqs = jax.lax.scan(step, init, (_shift(xp, 0, layers), masks))
+    ys, us, cs = (jnp.stack([a[l:l + steps] for l, a in enumerate(seq)]) for seq in seqs)
+    if lengths is not None:
+        ys = jnp.where(_mask(lengths, steps)[None], ys, jnp.zeros((), ys.dtype))
+    return ys[-1], jnp.stack(hn), jnp.stack(cn), ys, us, cs
+
+
+class _Like(NamedTuple):
+    """A stand-in with the shape of a layer's input, for :func:`_check_sizes`."""
+    shape: tuple
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+def _stack_rule(x: Any, hx: Any, cx: Any, weights: list, lengths: Any, mode: str, bias: bool,
+                proj: bool) -> tuple:
+    ws, n = _per_layer(weights, bias, proj), 2 + 2 * bias + proj
+    if not ws or len(weights) % n:
+        raise _layer_err(f"rnn_stack: expected {n} weights per layer, got {len(weights)}")
+    if hx.ndim != 3 or hx.shape[0] != len(ws) or (cx is not None and (
+            cx.ndim != 3 or cx.shape[0] != len(ws))):
+        raise _layer_err(f"rnn_stack: expected states [{len(ws)}, B, ...], got hx "
+                         f"{list(hx.shape)}, cx {None if cx is None else list(cx.shape)}")
+    h, c, inp = _Like(tuple(hx.shape[1:])), None if cx is None else _Like(tuple(cx.shape[1:])), x
+    for w in ws:
+        hidden, out = _check_sizes(inp, h, c, *w, mode)
+        inp = _Like((x.shape[0], x.shape[1], out))
+    _check_dtypes(x, hx, cx, *weights)
+    _check_lengths(lengths, x)
+    (t, b), dt, layers = tuple(x.shape[:2]), x.dtype, len(ws)
+    width = w[0].shape[0] + (w[0].shape[0] // 3 if mode == "GRU" else 0)
+    cell = hidden if mode == "LSTM" else 0
+    return (TensorMeta((t, b, out), dt), TensorMeta((layers, b, out), dt),
+            TensorMeta((layers, b, cell), dt), TensorMeta((layers, t, b, out), dt),
+            TensorMeta((layers, t, b, width), dt), TensorMeta((layers, t, b, cell), dt))
+
+
+def _wave_bwd_step(mode: str, ws: list[tuple], cats: list, f: Callable, wr: tuple
+                    ) -> Callable:
+    """One reverse iteration: every layer's step backward, from the carried gradients of its
+    state and of its output (the layer above's input gradient of the iteration before)."""
+    top = len(ws) - 1
+
+    def step(carry: tuple, inp: tuple) -> tuple:
+        dh, dc, da, dw = carry
+        u, hp, cp, ms, go = inp
+        ndh, ndc, ndw, nda, dus = [], [], [], [None] * top, []
+        for l, w in enumerate(ws):
+            above = jnp.where(ms[l], go, jnp.zeros((), go.dtype)) if l == top else da[l]
+            _, vjp = jax.vjp(lambda u_, h_, c_, w_: f(u_, h_, c_, w_, ms[l]),
+                             u[l], hp[l], cp[l], wr[l])
+            du, dhp, dcp, dw_t = vjp((dh[l] + above, dc[l]))
+            dxp, dz = _uncombine(mode, du)
+            if cats[l] is not None:  # one matmul: [d input | d h] = du @ [w_ih | w_hh]
+                both = du @ cats[l].T
+                nda[l - 1], dhp = both[:, :w[0].shape[1]], dhp + both[:, w[0].shape[1]:]
+            else:
+                dhp = dhp + dz @ w[1]
+                if l:
+                    nda[l - 1] = dxp @ w[0]
+            ndh.append(dhp), ndc.append(dcp), ndw.append(dw[l] + dw_t), dus.append(du)
+        return (tuple(ndh), tuple(ndc), tuple(nda), tuple(ndw)), tuple(dus)
+    return step
+
+
+def _rnn_stack_bwd(g_out: Any, g_hn: Any, g_cn: Any, x: Any, hx: Any, cx: Any, weights: list,
+                   lengths: Any, ys: Any, us: Any, cs: Any, mode: str, bias: bool,
+                   proj: bool, input_grad: bool = True) -> tuple:
+    """Gradients of input, hx, cx (shape [0] without one) and the weights, flat in their
+    list's order: one reverse scan over the iterations, in pieces whose weight gradients
+    (large matmuls over the piece's steps) run while the next piece's loop does. Without
+    ``input_grad`` the input's gradient (a large matmul) is skipped: shape [0]."""
+    ws, lstm = _per_layer(weights, bias, proj), mode == "LSTM"
+    layers, steps = len(ws), x.shape[0]
+    cx = jnp.zeros((layers, x.shape[1], 0), x.dtype) if cx is None else cx
+    g_cn = g_cn if lstm else cx
+    mask = None if lengths is None else _mask(lengths, steps)
+    sh = [lambda a, l=l: _shift(a, l, layers) for l in range(layers)]
+    hps = [sh[l](_previous(ys[l], hx[l], mask, False)) for l in range(layers)]
+    cps = [sh[l](_previous(cs[l], cx[l], mask, False)) if lstm else sh[l](cs[l])
+           for l in range(layers)]
+    ins = [sh[0](x)] + [sh[l](ys[l - 1]) for l in range(1, layers)]
+    seqs = (tuple(sh[l](us[l]) for l in range(layers)), tuple(hps), tuple(cps),
+            tuple(_active(steps, layers, lengths, l) for l in range(layers)),
+            sh[-1](g_out))
+    wr = tuple(w[4] if proj else jnp.zeros((0,), x.dtype) for w in ws)
+    step = _wave_bwd_step(mode, ws, _wave_inputs(mode, ws), _step_fn(mode, proj, True), wr)
+    carry = (tuple(g_hn), tuple(g_cn), tuple(jnp.zeros_like(h) for h in hx[1:]),
+             tuple(jnp.zeros_like(w) for w in wr))
+    k, acc, gxs = steps + layers - 1, [[0, 0, 0, 0] for _ in ws], []
+    for a, b in reversed(_pieces(k, _CHUNKS)):
+        piece = jax.tree_util.tree_map(lambda v: v[a:b], seqs)
+        carry, dus = jax.lax.scan(step, carry, piece, reverse=True)
+        for l, du in enumerate(dus):
+            dxp, dz = _uncombine(mode, du)
+            parts = (jnp.einsum("tbg,tbi->gi", dxp, ins[l][a:b]),
+                     jnp.einsum("tbg,tbh->gh", dz, hps[l][a:b]), dxp.sum((0, 1)),
+                     dz.sum((0, 1)))
+            acc[l] = [s + p for s, p in zip(acc[l], parts)]
+        if input_grad:
+            gxs.append(_uncombine(mode, dus[0])[0] @ ws[0][0])
+    dh0, dc0, _, dwr = carry
+    flat = []
+    for l in range(layers):
+        flat += acc[l][:2] + (acc[l][2:] if bias else []) + ([dwr[l]] if proj else [])
+    gx = jnp.concatenate(gxs[::-1])[:steps] if input_grad else jnp.zeros((0,), x.dtype)
+    gcx = jnp.stack(dc0) if lstm else jnp.zeros((0,), x.dtype)
+    return gx, jnp.stack(dh0), gcx, jnp.concatenate([g.reshape(-1) for g in flat])
+
+
+def _flat_metas(weights: list, dt: Any) -> TensorMeta:
+    return TensorMeta((sum(math.prod(w.shape) for w in weights),), dt)
+
+
+def _stack_bwd_rule(g_out: Any, g_hn: Any, g_cn: Any, x: Any, hx: Any, cx: Any, weights: list,
+                    lengths: Any, ys: Any, us: Any, cs: Any, mode: str, bias: bool, proj: bool,
+                    input_grad: bool = True) -> tuple:
+    dt = x.dtype
+    return (_meta_or_empty(x if input_grad else None, dt), TensorMeta(tuple(hx.shape), dt),
+            _meta_or_empty(cx if mode == "LSTM" else None, dt), _flat_metas(weights, dt))
+
+
+def _unflatten(flat: Any, weights: list) -> list:
+    """The flat weight gradient cut back into one gradient per weight (our ops: traced)."""
+    out, start = [], 0
+    for w in weights:
+        n = math.prod(w.shape)
+        out.append(reduce_grad(flat.narrow(0, start, n).reshape(tuple(w.shape)), w))
+        start += n
+    return out
+
+
+def _stack_backward(g: tuple, x: Any, hx: Any, cx: Any, weights: list, lengths: Any, mode: str,
+                    bias: bool, proj: bool, out: tuple) -> tuple:
+    gx, ghx, gcx, gw = rnn_stack_backward(g[0], g[1], g[2], x, hx, cx, weights, lengths,
+                                          out[3], out[4], out[5], mode, bias, proj, wants(x))
+    return (reduce_grad(gx, x), reduce_grad(ghx, hx), reduce_grad(gcx, cx),
+            _unflatten(gw, weights), None)
+
+
+rnn_stack = defop(
+    "rnn_stack(Tensor input, Tensor hx, Tensor? cx, Tensor[] weights, Tensor? lengths, "
+    "str mode, bool bias, bool proj) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
+    _rnn_stack, shape=_stack_rule, check=True, backward=_stack_backward,
+    save=("input", "hx", "cx", "weights", "lengths", "out"))
+
+
+def _rnn_stack_bwd_bwd(gg_x: Any, gg_hx: Any, gg_cx: Any, gg_w: Any, g_out: Any, g_hn: Any,
+                       g_cn: Any, x: Any, hx: Any, cx: Any, weights: list, lengths: Any,
+                       mode: str, bias: bool, proj: bool, input_grad: bool = True) -> tuple:
+    """The vjp of ``rnn_stack_backward`` with the forward recomputed inside (as for one
+    layer, see :func:`_rnn_layer_bwd_bwd`); the weights' gradient flat."""
+    def first(g_out: Any, g_hn: Any, g_cn: Any, x: Any, hx: Any, cx: Any, ws: list) -> tuple:
+        _, _, _, ys, us, cs = _rnn_stack(x, hx, cx, ws, lengths, mode, bias, proj)
+        return _rnn_stack_bwd(g_out, g_hn, g_cn, x, hx, cx, ws, lengths, ys, us, cs, mode,
+                              bias, proj, input_grad)
+    _, vjp = jax.vjp(first, g_out, g_hn, g_cn, x, hx, cx, list(weights))
+    grads = vjp((gg_x, gg_hx, gg_cx, gg_w))
+    empty = jnp.zeros((0,), x.dtype)
+    flat = jnp.concatenate([g.reshape(-1) for g in grads[6]])
+    return tuple(empty if g is None else g for g in grads[:6]) + (flat,)
+
+
+def _stack_bwd_bwd_rule(*args: Any, **kwargs: Any) -> tuple:
+    g_out, g_hn, g_cn, x, hx, cx, weights = args[4:11]
+    return tuple(_meta_or_empty(t, x.dtype) for t in (g_out, g_hn, g_cn, x, hx, cx)) + (
+        _flat_metas(weights, x.dtype),)
+
+
+def _stack_backward_backward(gg: tuple, g_out: Any, g_hn: Any, g_cn: Any, x: Any, hx: Any,
+                             cx: Any, weights: list, lengths: Any, ys: Any, us: Any, cs: Any,
+                             mode: str, bias: bool, proj: bool, input_grad: bool,
+                             result: tuple) -> tuple:
+    like = (g_out, g_hn, g_cn, x, hx, cx)
+    grads = rnn_stack_double_backward(*gg, *like, weights, lengths, mode, bias, proj,
+                                      input_grad)
+    return tuple(reduce_grad(g, t) for g, t in zip(grads, like)) + (
+        _unflatten(grads[6], weights), None, None, None, None)
+
+
+rnn_stack_backward = defop(
+    "rnn_stack_backward(Tensor grad_output, Tensor grad_hn, Tensor grad_cn, Tensor input, "
+    "Tensor hx, Tensor? cx, Tensor[] weights, Tensor? lengths, Tensor outputs, Tensor gates, "
+    "Tensor cells, str mode, bool bias, bool proj, bool input_grad=True) "
+    "-> (Tensor, Tensor, Tensor, Tensor)",
+    _rnn_stack_bwd, shape=_stack_bwd_rule, backward=_stack_backward_backward,
+    save=("grad_output", "grad_hn", "grad_cn", "input", "hx", "cx", "weights", "lengths"))
+rnn_stack_double_backward = defop(
+    "rnn_stack_double_backward(Tensor gg_input, Tensor gg_hx, Tensor gg_cx, Tensor gg_weights, "
+    "Tensor grad_output, Tensor grad_hn, Tensor grad_cn, Tensor input, Tensor hx, Tensor? cx, "
+    "Tensor[] weights, Tensor? lengths, str mode, bool bias, bool proj, bool input_grad=True) "
+    "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
+    _rnn_stack_bwd_bwd, shape=_stack_bwd_bwd_rule)

@@ -90,6 +90,11 @@ CASES = {  # name, constructor args and kwargs, input shape, states given
     "lstm_nobias_bf": ("LSTM", (3, 4), {"bias": False, "batch_first": True}, (2, 6, 3), False),
     "lstm_unbatched_h0c0": ("LSTM", (3, 4, 2), {}, (5, 3), True),
     "gru_bi2_h0": ("GRU", (3, 4, 2), {"bidirectional": True}, (4, 3, 3), True),
+    # unidirectional stacks: one rnn_stack op (all layers in one scan)
+    "lstm3_proj_h0c0": ("LSTM", (3, 5, 3), {"proj_size": 2}, (4, 2, 3), True),
+    "gru2_nobias_bf": ("GRU", (3, 4, 2), {"bias": False, "batch_first": True}, (2, 5, 3),
+                       False),
+    "rnn_relu3_h0": ("RNN", (3, 4, 3), {"nonlinearity": "relu"}, (6, 2, 3), True),
 }
 
 
@@ -131,12 +136,13 @@ def test_dropout_between_layers_in_training():
         nn.GRU(2, 3, dropout=0.2)
 
 
-@pytest.mark.parametrize("name", ["LSTM", "GRU"])
-def test_packed_sequence_against_torch(mode, name):
-    """Unsorted lengths, bidirectional, two layers, h0 given: packed output data, final
-    states at each sequence's own last step, all gradients."""
+@pytest.mark.parametrize("name,kw", [("LSTM", {"bidirectional": True}),
+                                     ("GRU", {"bidirectional": True}), ("LSTM", {})])
+def test_packed_sequence_against_torch(mode, name, kw):
+    """Unsorted lengths, two layers (bidirectional, or one rnn_stack), h0 given: packed
+    output data, final states at each sequence's own last step, all gradients."""
     torch = pytest.importorskip("torch")
-    theirs, ours = _pair(torch, name, (3, 4, 2), {"bidirectional": True})
+    theirs, ours = _pair(torch, name, (3, 4, 2), kw)
     lengths = [3, 5, 2]
 
     def pack(lib, x):
@@ -408,6 +414,123 @@ def test_graph_is_one_op_per_layer_and_direction_whatever_the_length():
     assert counts[0] == counts[1]
 
 
+def test_unidirectional_stack_is_one_op_whatever_the_length():
+    """Layers without dropout between them: one ``rnn_stack`` forward and one
+    ``rnn_stack_backward``; dropout in training falls back to one op per layer."""
+    from autograd_compile.proxy_tensor import make_fx
+
+    def targets(module, steps):
+        params = list(module.parameters())
+
+        def step(x):
+            out, (h, c) = module(x)
+            return acg.autograd.grad(out.sum() + h.sum() + c.sum(), params)
+        gm = make_fx(step, "fake")(acg.randn(steps, 2, 3))
+        return [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+    lstm = nn.LSTM(3, 4, 3, dropout=0.3)
+    lstm.eval()
+    short, long = targets(lstm, 5), targets(lstm, 60)
+    assert short.count("acg.rnn_stack") == 1 and short.count("acg.rnn_stack_backward") == 1
+    assert "acg.rnn_layer" not in short and len(short) == len(long)
+    lstm.train()
+    assert targets(lstm, 5).count("acg.rnn_layer") == 3
+
+
+_STACKS = [("LSTM", {"num_layers": 2}, False), ("LSTM", {"num_layers": 3, "proj_size": 2}, False),
+           ("GRU", {"num_layers": 2}, False),
+           ("RNN", {"num_layers": 3, "nonlinearity": "relu"}, False),
+           ("RNN", {"num_layers": 2, "bias": False}, False),
+           ("LSTM", {"num_layers": 2, "bias": False, "proj_size": 3}, True),
+           ("GRU", {"num_layers": 3}, True)]
+
+
+def test_stack_without_input_grad(mode):
+    """An input that needs no gradient: the backward skips its matmul, the rest agrees."""
+    x = _x(5, 3, 4)
+
+    def run(wavefront):
+        acg.manual_seed(0)
+        lstm = nn.LSTM(4, 6, 2).double()
+        lstm._wavefront = wavefront
+        out, (h, c) = lstm(acg.tensor(x))
+        with mode():
+            ((out * out).sum() + c.sum()).backward()
+        return [p.grad.numpy() for p in lstm.parameters()]
+    for g, w in zip(run(True), run(False)):
+        assert_close(g, w, rtol=1e-11, atol=1e-12)
+
+
+def _stack_run(name, kw, packed, wavefront, mode):
+    acg.manual_seed(0)
+    module = getattr(nn, name)(4, 6, **kw).double()
+    module._wavefront = wavefront
+    r = np.random.default_rng(3)
+    layers, width = kw["num_layers"], kw.get("proj_size") or 6
+    x = acg.tensor(r.standard_normal((5, 3, 4)), requires_grad=True)
+    h0 = acg.tensor(r.standard_normal((layers, 3, width)), requires_grad=True)
+    states = [h0] + ([acg.tensor(r.standard_normal((layers, 3, 6)), requires_grad=True)]
+                     if name == "LSTM" else [])
+    inp = R.pack_padded_sequence(x, [5, 2, 3], enforce_sorted=False) if packed else x
+    out, st = module(inp, tuple(states) if name == "LSTM" else h0)
+    out = R.pad_packed_sequence(out)[0] if packed else out
+    finals = list(st) if name == "LSTM" else [st]
+    cot = acg.tensor(np.cos(np.arange(math.prod(out.shape))).reshape(out.shape))
+    loss = (out * cot).sum() + sum((f * f).sum() for f in finals)
+    with mode():
+        loss.backward()
+    leaves = [x] + states + list(module.parameters())
+    return [t.detach().numpy() for t in [out] + finals] + [t.grad.numpy() for t in leaves]
+
+
+@pytest.mark.parametrize("name,kw,packed", _STACKS)
+def test_stack_matches_one_op_per_layer(mode, name, kw, packed):
+    """The wavefront (``rnn_stack``) against the per-layer ops, float64, in every mode."""
+    got = _stack_run(name, kw, packed, True, mode)
+    want = _stack_run(name, kw, packed, False, mode)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert_close(g, w, rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.parametrize("kmode,proj,masked,bias", [
+    ("LSTM", True, True, True), ("LSTM", False, False, False), ("GRU", False, True, True),
+    ("RNN_TANH", False, False, True)])
+def test_stack_backward_kernel_matches_jax_vjp(kmode, proj, masked, bias):
+    t, b, i, h, layers = 6, 3, 2, 4, 3
+    p = 2 if proj else h
+    g = krnn.GATES[kmode] * h
+    r = np.random.default_rng(2)
+    arr = lambda *s: jnp.asarray(r.standard_normal(s))  # noqa: E731
+    weights = []
+    for layer in range(layers):
+        weights += [arr(g, i if layer == 0 else p), arr(g, p)] + (
+            [arr(g), arr(g)] if bias else []) + ([arr(p, h)] if proj else [])
+    x, hx = arr(t, b, i), arr(layers, b, p)
+    cx = arr(layers, b, h) if kmode == "LSTM" else None
+    lengths = jnp.asarray([6, 2, 3]) if masked else None
+
+    def fwd(x, hx, cx, weights):
+        out, hn, cn, _, _, _ = krnn._rnn_stack(x, hx, cx, weights, lengths, kmode, bias, proj)
+        return out, hn, cn
+    outs, vjp = jax.vjp(fwd, x, hx, cx, weights)
+    cots = tuple(jnp.asarray(r.standard_normal(o.shape)) for o in outs)
+    want_x, want_hx, want_cx, want_w = vjp(cots)
+    full = krnn._rnn_stack(x, hx, cx, weights, lengths, kmode, bias, proj)
+    gx, ghx, gcx, gw = krnn._rnn_stack_bwd(*cots, x, hx, cx, weights, lengths, *full[3:],
+                                           kmode, bias, proj)
+    assert_close(gx, want_x, rtol=1e-10, atol=1e-10)
+    assert_close(ghx, want_hx, rtol=1e-10, atol=1e-10)
+    if cx is not None:
+        assert_close(gcx, want_cx, rtol=1e-10, atol=1e-10)
+    assert_close(gw, jnp.concatenate([w.reshape(-1) for w in want_w]), rtol=1e-10, atol=1e-10)
+
+
+def test_stack_gradients_against_finite_differences(mode):
+    acg.manual_seed(0)
+    lstm = _OutputOnly(nn.LSTM(2, 3, 2, proj_size=1))
+    check_layer_grads(lstm, [_x(3, 2, 2)], mode, rtol=1e-5, atol=1e-7)
+
+
 class _LSTMHead(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -438,7 +561,8 @@ def test_acg_compile_module_matches_eager():
 # -- double backward (a gradient penalty), against torch -------------------------------------
 @pytest.mark.parametrize("name,kw,lengths", [
     ("LSTM", {"bidirectional": True, "proj_size": 2}, None),
-    ("GRU", {"num_layers": 2}, [4, 2, 3])])
+    ("GRU", {"num_layers": 2}, [4, 2, 3]),
+    ("LSTM", {"num_layers": 3, "proj_size": 2}, [4, 2, 3])])
 def test_double_backward_against_torch(mode, name, kw, lengths):
     """d/dtheta of |d loss / d x|^2 (and of the loss): the backward of the backward op,
     with packed sequences for GRU."""

@@ -65,7 +65,13 @@ def _check_config(input_size: Any, hidden_size: Any, num_layers: int, bias: Any,
 
 class RNNBase(Module):
     """What RNN, LSTM and GRU share: parameters per layer and direction, checks, the loop
-    over layers. ``mode`` is ``"RNN_TANH"``, ``"RNN_RELU"``, ``"LSTM"`` or ``"GRU"``."""
+    over layers. ``mode`` is ``"RNN_TANH"``, ``"RNN_RELU"``, ``"LSTM"`` or ``"GRU"``.
+
+    Several unidirectional layers with no dropout between them (none configured, or eval)
+    run as one ``rnn_stack`` op, all layers in one scan (``kernels/rnn.py``); otherwise each
+    layer and direction is one ``rnn_layer`` op. ``_wavefront = False`` forces the latter."""
+
+    _wavefront = True
 
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
@@ -185,6 +191,11 @@ class RNNBase(Module):
     def _layers(self, x: Tensor, hx: Tensor, cx: Tensor | None, lengths: Tensor | None
                 ) -> tuple[Tensor, Tensor, Tensor | None]:
         """Every layer over time-major ``x [T, B, I]``: (output, h_n, c_n)."""
+        if self._wavefront and self.num_layers > 1 and self._directions == 1 and not (
+                self.dropout and self.training):
+            out, hn, cn, _, _, _ = _rnn.rnn_stack(x, hx, cx, self._flat_weights, lengths,
+                                                  self.mode, self.bias, self.proj_size > 0)
+            return out, hn, None if cx is None else cn
         hs, cs = [], []
         for layer in range(self.num_layers):
             outs = []
