@@ -455,7 +455,7 @@ class HostValueInTrace(WantsDeviceValues):
 # and kept on the tensor: no op runs that size on the host, and an XLA program would
 # otherwise copy it in on every call (kernels/_xp.py's HOST_MAX_ELEMENTS, the most a
 # "stream" kernel such as an elementwise op runs on numpy).
-HOST_ELEMENTS = 380_000
+HOST_ELEMENTS = 95_000
 
 
 def _stored(t: Tensor) -> Any:

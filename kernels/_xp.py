@@ -313,12 +313,16 @@ COMPILE_COST = float(os.environ.get("ACG_HOST_BUDGET_MS", "20")) / 1000
 HOST_LIMIT = float(os.environ.get("ACG_HOST_MAX_US", "100")) / 1e6
 # numpy's cost an input element, by the kind of kernel (measured on this CPU against one
 # jitted call of the same kernel, which costs 20-50 us before it computes anything):
-# "stream" kernels touch each element once (elementwise maths, copies, joins, reductions:
-# 0.06-0.4 ns, so numpy wins up to millions of elements); "fused" ones make several passes
-# or contract (softmax, layer_norm, losses: 1-2.4 ns, where XLA's one fused loop wins past
-# ~50k elements). "part" kernels read only what they return (a slice, a row, looked-up
-# rows): a stream kernel whose size is its output's.
-RATES = {"stream": 2.5e-10, "part": 2.5e-10, "fused": 2e-9}
+# "stream" kernels touch each element once (elementwise maths, copies, joins, reductions):
+# numpy itself takes 0.06-0.4 ns an element and beats the call up to 262k elements, but an
+# XLA op runs asynchronously, beside the Python that dispatches the next one, and on more
+# than one core: a makemore Transformer whose 131k-element activations ran on numpy was
+# 5-8 % slower in wall time (while using less CPU), its MLP with 32k-element ones 5-8 %
+# faster. 1 ns puts the line at ~95k elements, between the two. "fused" kernels make several
+# passes or contract (softmax, layer_norm, losses: 1-2.4 ns, where XLA's one fused loop wins
+# past ~50k elements). "part" kernels read only what they return (a slice, a row, looked-up
+# rows): a copy the size of their output.
+RATES = {"stream": 1e-9, "part": 2.5e-10, "fused": 2e-9}
 _COSTS: dict[tuple, float] = {}  # (avals, rate) -> one host call's estimated seconds
 HOST_MAX_ELEMENTS = int((HOST_LIMIT - 5e-6) / RATES["stream"])  # what a stream op lets through
 CROSS_ONCE = 50_000  # a host value this big that an XLA program reads moves to jax for good
