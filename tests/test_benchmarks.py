@@ -58,7 +58,9 @@ def test_step_group_runs_and_agrees_with_acg_eager(step_smoke: dict) -> None:
             assert r["error"] is None, f"{name}/{system}: {r['error']}"
             assert r["grad_check"] == ("reference" if system == "acg-eager" else "ok")
             assert len(r["step_samples_us"]) == run.SMOKE_REPS
-            assert 0 < r["forward"]["median_us"] < r["step"]["median_us"]
+            # both measured (no ordering asserted: 3 smoke reps on a loaded machine can time a
+            # forward longer than a whole step; speed is the benchmark's to report)
+            assert r["forward"]["median_us"] > 0 and r["step"]["median_us"] > 0
             assert r["first_step_us"] > 0
 
 
