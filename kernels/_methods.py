@@ -16,9 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from autograd_compile.devices import device
-from autograd_compile.autograd.derivatives import record
 from autograd_compile.dispatch.keys import TLS
-from autograd_compile.tensor import Tensor, _make
+from autograd_compile.tensor import Tensor
 
 from . import _xp
 from . import api as A
@@ -226,14 +225,14 @@ def _plain_binary(np_fn: Callable, name: str, x: Any, y: Any, op: Any = None,
     has the op path's bits. With autograd history (``op`` given: +, -, *), the result's node
     is the one the op's Autograd kernel records (``derivatives.record``), so gradients, hooks
     and saved values are the op path's; ``reflected``: the op is ``op(y, x)``."""
-    if not isinstance(x, Tensor) or x._acg_keys != _PLAIN_KEYS or not _xp.unobserved():
-        return None  # (a Parameter is plain; a subclass with its own dispatch is not)
+    if not A._plain(x):
+        return None
     grad = x._requires_grad
     a = x._store
     if type(a) is not np.ndarray or a.dtype.kind not in "fiu":
         return None
     if isinstance(y, Tensor):
-        if y._acg_keys != _PLAIN_KEYS:
+        if y._acg_keys != A._PLAIN_KEYS:
             return None
         b = y._store
         grad = grad or y._requires_grad
@@ -256,12 +255,8 @@ def _plain_binary(np_fn: Callable, name: str, x: Any, y: Any, op: Any = None,
     out = np.asarray(out)  # (0-d inputs give a numpy scalar)
     if out.dtype != a.dtype and out.dtype != np.bool_:
         return None
-    out.setflags(write=False)
-    _xp.STATS[name] += 1
-    result = _make(out)
-    if grad and TLS.grad_enabled:
-        record(op, op.schema.bind((y, x) if reflected else (x, y), {}), result)
-    return result
+    bound = op.schema.bind((y, x) if reflected else (x, y), {}) if grad else None
+    return A._host_result(out, name, op, bound, grad)
 
 
 def _fast(np_fn: Callable, name: str, fn: Callable, reflected: bool = False,
@@ -283,7 +278,6 @@ _PLAIN = {"add": (np.add, "add_Tensor"), "sub": (np.subtract, "sub_Tensor"),
           "ge": (np.greater_equal, "ge_Tensor")}
 
 
-_PLAIN_KEYS = Tensor._acg_keys  # the Backend key alone: no __acg_dispatch__ of its own
 # the operators whose fast path also records autograd history (differentiable, alpha=1)
 _RECORDED = {"add": E.add, "sub": E.sub, "mul": E.mul}
 

@@ -279,11 +279,28 @@ def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None
 _PLAIN_KEYS = Tensor._acg_keys  # the Backend key alone: no __acg_dispatch__ of its own
 
 
+def _plain(x: Any) -> bool:
+    """``x`` is a tensor whose op an eager fast path may compute itself: no dispatch of its
+    own (a Parameter is plain), no mode, no forced tier."""
+    return isinstance(x, Tensor) and x._acg_keys == _PLAIN_KEYS and _xp.unobserved()
+
+
+def _host_result(out: np.ndarray, stat: str, op: Any, bound: list, grad: bool) -> Tensor:
+    """A fast path's numpy result as a tensor; with autograd history (``grad``, grad mode
+    on), the node ``op``'s Autograd kernel records for arguments ``bound``."""
+    out.setflags(write=False)
+    _xp.STATS[stat] += 1
+    result = _make(out)
+    if grad and TLS.grad_enabled:
+        record(op, bound, result)
+    return result
+
+
 def _host_unary(op: Any, twin: Callable, stat: str, x: Any) -> Tensor | None:
     """``op(x)`` for a plain host value of a float dtype: the op's own numpy kernel (the
     one its host tier runs at this size, so the same bits), without the dispatcher; with
     autograd history, the node the op's Autograd kernel records. None: the op runs it."""
-    if not isinstance(x, Tensor) or x._acg_keys != _PLAIN_KEYS or not _xp.unobserved():
+    if not _plain(x):
         return None
     a = x._store
     if type(a) is not np.ndarray or a.dtype.kind != "f" or a.size > _xp.HOST_MAX_ELEMENTS or \
@@ -296,12 +313,7 @@ def _host_unary(op: Any, twin: Callable, stat: str, x: Any) -> Tensor | None:
         return None
     if out.dtype != a.dtype:
         return None
-    out.setflags(write=False)
-    _xp.STATS[stat] += 1
-    result = _make(out)
-    if x._requires_grad and TLS.grad_enabled:
-        record(op, [x], result)
-    return result
+    return _host_result(out, stat, op, [x], x._requires_grad)
 
 
 def _unary(op: Any, name: str) -> Callable[[Tensor], Tensor]:
