@@ -207,6 +207,27 @@ def test_generation_grows_without_per_length_compiles(how: str, sdpa: bool) -> N
     assert c.n <= 6  # compiles bounded, not 9 lengths x every op
 
 
+def test_shapes_run_op_by_op_keep_host_values_between_ops() -> None:
+    """A compiled function at a shape not worth compiling yet runs its graph op by op on
+    numpy: values stay numpy arrays between ops and in the results (no copy to a jax array
+    and back per op), and an input returned as is comes back as the input's own array."""
+    w = acg.randn(5)
+
+    @acg.compile
+    def f(x):
+        return (x * w).softmax(-1) + 1, w
+    for n in (2, 3):  # the first shape compiles, the second retraces with a dynamic size
+        f(acg.randn(n, 5))
+    acg.aot.counters.clear()
+    x = acg.randn(7, 5)
+    out, same = f(x)
+    assert acg.aot.counters["eager_shapes"] == 1 and acg.aot.counters["compiles"] == 0
+    assert type(out._store) is np.ndarray
+    want = jax.nn.softmax(x.numpy() * w.numpy(), -1) + 1
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+    assert np.array_equal(same.numpy(), w.numpy())
+
+
 def test_attention_takes_the_host_only_where_no_gradient_flows() -> None:
     """Without a gradient, attention is the host-eligible twin (a new length compiles
     nothing); with one, forward and backward stay in XLA (the backward recomputes the
@@ -231,6 +252,35 @@ def test_attention_takes_the_host_only_where_no_gradient_flows() -> None:
     (out.sum()).backward()
     for leaf, want in zip(leaves, jax.grad(reference, argnums=(0, 1, 2))(q, k, v)):
         np.testing.assert_allclose(leaf.grad.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mask,causal", [(None, False), ("bool", False), ("float", False),
+                                         ("rows-masked", False), (None, True)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_host_attention_equals_the_xla_kernel(mask: str | None, causal: bool,
+                                              dtype: str) -> None:
+    """The numpy twin of no-grad attention (in-place on one scores buffer) against the
+    jnp kernel XLA runs: outputs and log-sum-exp, fully masked rows (zeros, lse -inf) and
+    a causal triangle over L != S included (PyTorch takes a mask or is_causal, not both)."""
+    from autograd_compile.kernels import attention
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((2, 3, 5, 4)).astype(dtype)
+    k, v = (rng.standard_normal((2, 3, 7, 4)).astype(dtype) for _ in range(2))
+    m = {None: None, "bool": rng.random((5, 7)) > 0.3,
+         "float": rng.standard_normal((5, 7)).astype(dtype),
+         "rows-masked": np.tile(np.arange(5)[:, None] != 2, (1, 7))}[mask]
+    with acg.no_grad():
+        args = [acg.tensor(a) for a in (q, k, v)] + [None if m is None else acg.tensor(m)]
+        with _xp.forced("host"):
+            got_out, got_lse = attention.sdpa_nograd(*args, is_causal=causal)
+        with _xp.forced("xla"):
+            want_out, want_lse = attention.sdpa_nograd(*args, is_causal=causal)
+    tol = 1e-6 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got_out.numpy(), want_out.numpy(), rtol=tol * 10, atol=tol)
+    np.testing.assert_allclose(got_lse.numpy(), want_lse.numpy(), rtol=tol * 10, atol=tol)
+    assert got_out.dtype == want_out.dtype and got_lse.dtype == want_lse.dtype
+    if mask == "rows-masked":
+        assert not got_out.numpy()[:, :, 2].any() and np.isneginf(got_lse.numpy()[:, :, 2]).all()
 
 
 def test_training_gradients_match_in_every_mode(mode: object) -> None:  # noqa: D103

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import jax.numpy as jnp
+import numpy as np
 
 from ..kernels import _xp
 from ..autograd.node import AccumulateGrad, Node, TensorMeta, gradient_edge
@@ -25,12 +26,13 @@ from ..backends.jax import _call_op, _load
 from ..compiled_autograd import plan
 from ..compiled_autograd.collect import VISITORS, Collector, NodeState
 from ..dispatch.dispatcher import OpOverload
-from ..dispatch.keys import TLS
+from ..dispatch.keys import TLS, DispatchKey
 from ..tracing.fake import FakeTensor
 from ..fx import Graph, GraphModule
+from ..fx import Node as FxNode
 from ..tracing.proxy_tensor import sym_size
 from ..runtime_checks import CheckedProgram
-from ..tensor import Tensor, _make
+from ..tensor import Tensor, WantsDeviceValues, _make
 from .escape import write_back
 from .partition import Parts
 from .trace import Joint
@@ -69,20 +71,93 @@ def lower(graph: Graph) -> Callable[..., Any]:
         counters["compiles"] += 1  # runs once per XLA compile (jit traces once per shape)
         return body(*arrays)
 
+    def interpret(call_op: Callable) -> Callable[..., Any]:
+        def body(*arrays: Any) -> Any:
+            env: dict = dict(zip(placeholders, arrays))
+            for n in nodes:
+                if n.op == "output":
+                    return _load(n.args[0], env)
+                args, kwargs = _load(n.args, env), _load(n.kwargs, env)
+                if isinstance(n.target, OpOverload):
+                    env[n] = call_op(n.target, args, kwargs)
+                elif n.target is sym_size:
+                    env[n] = args[0].shape[args[1]]
+                else:  # size arithmetic on plain ints
+                    env[n] = n.target(*args, **kwargs)
+            raise AssertionError("graph without output")
+        return body
+    body = interpret(_call_op)
+    return Tiered(CheckedProgram(run, body), _op_by_op(placeholders, nodes), len(nodes))
+
+
+def _op_by_op(placeholders: list[FxNode], nodes: list[FxNode]) -> Callable[..., Any]:
+    """The graph run op by op on the host tier, each node's argument loading planned once
+    (a graph at a shape not compiled yet runs here once per call: its Python is the cost)."""
+    steps = [(n, _arg_loader(n.args), _arg_loader(n.kwargs) if n.kwargs else None)
+             for n in nodes[:-1]]
+    out = nodes[-1]
+    assert out.op == "output", "graph without output"
+
     def body(*arrays: Any) -> Any:
-        env: dict = dict(zip(placeholders, arrays))
-        for n in nodes:
-            if n.op == "output":
-                return _load(n.args[0], env)
-            args, kwargs = _load(n.args, env), _load(n.kwargs, env)
-            if isinstance(n.target, OpOverload):
-                env[n] = _call_op(n.target, args, kwargs)
-            elif n.target is sym_size:
+        # jax arrays read as numpy views once, not once per op that reads them
+        env: dict = {p: np.asarray(a) if type(a) is _xp._ARRAY else a
+                     for p, a in zip(placeholders, arrays)}
+        for n, load_args, load_kwargs in steps:
+            args = load_args(env)
+            kwargs = load_kwargs(env) if load_kwargs is not None else {}
+            target = n.target
+            if type(target) is OpOverload:
+                env[n] = _call_op_eager(target, args, kwargs)
+            elif target is sym_size:
                 env[n] = args[0].shape[args[1]]
             else:  # size arithmetic on plain ints
-                env[n] = n.target(*args, **kwargs)
-        raise AssertionError("graph without output")
-    return Tiered(CheckedProgram(run, body), body, len(nodes))
+                env[n] = target(*args, **kwargs)
+        results = _load(out.args[0], env)
+        inputs = {id(v): a for v, a in zip(env.values(), arrays) if v is not a}
+        # an output that is an input's numpy view: the input itself (a jax buffer's view
+        # must not outlive a donation of that buffer)
+        return type(results)(inputs.get(id(r), r) for r in results) \
+            if type(results) in (list, tuple) else inputs.get(id(results), results)
+    return body
+
+
+def _arg_loader(value: Any) -> Callable[[dict], Any]:
+    """``lambda env: _load(value, env)``, faster for the usual flat argument tuple."""
+    if type(value) is tuple and not any(type(v) in (list, tuple, dict) for v in value):
+        template = list(value)
+        slots = [(i, v) for i, v in enumerate(value) if isinstance(v, FxNode)]
+
+        def flat(env: dict) -> tuple:
+            vals = template.copy()
+            for i, v in slots:
+                vals[i] = env[v]
+            return tuple(vals)
+        return flat
+    return lambda env: _load(value, env)
+
+
+def _call_op_eager(op: OpOverload, args: tuple, kwargs: dict) -> Any:
+    """One op of a graph run op by op: a host-aware kernel takes and gives numpy arrays
+    as eager tensors do (no copy to a jax array and back between ops); it asks for jax
+    values where a program is worth it (:class:`WantsDeviceValues`)."""
+    kernel = op.kernels.get(DispatchKey.Backend)
+    host = None if kernel is None else getattr(kernel.fn, "_acg_host", None)
+    if host is not None:
+        try:
+            return host(*args, **kwargs)
+        except WantsDeviceValues:
+            args, kwargs = _as_jax(args), _as_jax(kwargs)
+    return _call_op(op, args, kwargs)
+
+
+def _as_jax(v: Any) -> Any:
+    if type(v) is np.ndarray:
+        return _xp._to_jax(v)
+    if type(v) in (list, tuple):
+        return type(v)(_as_jax(x) for x in v)
+    if type(v) is dict:
+        return {k: _as_jax(x) for k, x in v.items()}
+    return v
 
 
 def _heavy(sig: tuple) -> bool:
