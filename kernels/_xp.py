@@ -89,6 +89,24 @@ def _mean(x: np.ndarray, axis: Any = None, dtype: Any = None, keepdims: bool = F
     return np.divide(total, x.size // total.size if total.size else 1, dtype=total.dtype)
 
 
+def _power(x: Any, y: Any) -> Any:
+    """``jnp.power``: an int exponent of a float array by repeated squaring, as XLA's
+    integer_pow (and PyTorch's x*x*x) computes it; numpy calls libm's pow (7.9 ms where
+    ``x*x*x`` takes 31 us on 131k floats, and rounds differently)."""
+    if type(y) is not int or not isinstance(x, np.ndarray) or x.dtype.kind not in "fc":
+        return np.power(x, y)
+    if y == 0:
+        return np.ones_like(x)
+    acc, base, n = None, x, abs(y)
+    while n:
+        if n & 1:
+            acc = base if acc is None else acc * base
+        n >>= 1
+        if n:
+            base = base * base
+    return np.divide(1, acc, dtype=x.dtype) if y < 0 else acc
+
+
 def _softmax(x: np.ndarray, axis: int = -1, **kw: Any) -> np.ndarray:
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return e / np.sum(e, axis=axis, keepdims=True)
@@ -130,7 +148,7 @@ def _silu(x: np.ndarray) -> np.ndarray:
     return x * _sigmoid(x)
 
 
-jnp = _Namespace(_jnp, np, {"asarray": _asarray, "mean": _mean})
+jnp = _Namespace(_jnp, np, {"asarray": _asarray, "mean": _mean, "power": _power})
 nn = _Namespace(jax.nn, None, {"softmax": _softmax, "log_softmax": _log_softmax,
                                "gelu": _gelu, "sigmoid": _sigmoid, "relu": _relu,
                                "silu": _silu})

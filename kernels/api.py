@@ -390,7 +390,14 @@ def pow(input: Any, exponent: Any) -> Tensor:
         return E.pow_tensor(input, exponent)
     if isinstance(exponent, (int, np.integer)) and not isinstance(exponent, builtins.bool):
         return E.pow_int(input, builtins.int(exponent))
+    if isinstance(exponent, float) and exponent in _MULTIPLIED and is_float(input.dtype):
+        return E.pow_int(input, builtins.int(exponent))  # x*x*x, as PyTorch computes it
     return E.pow_scalar(input, exponent)
+
+
+# float exponents PyTorch computes by multiplying (its pow_tensor_scalar_optimized_kernel):
+# XLA's and numpy's general pow (exp of a log) costs ~8x as much, and rounds differently
+_MULTIPLIED = frozenset({2.0, 3.0, -1.0, -2.0})
 
 
 def maximum(input: Any, other: Any) -> Tensor:

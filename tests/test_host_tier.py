@@ -568,3 +568,36 @@ def test_argmax_of_host_values_is_numpys() -> None:
     assert out.grad_fn is None and not out.requires_grad
     with pytest.raises(IndexError, match="Dimension out of range"):
         x.argmax(2)
+
+
+def test_integer_powers_multiply_as_xla_does() -> None:
+    """``x ** n`` on the host is repeated squaring, XLA's integer_pow (numpy's own pow is
+    libm's: other bits, and ~250x slower); the same bits on both tiers."""
+    x = acg.tensor(np.random.default_rng(0).standard_normal(300).astype(np.float32))
+    for n in range(-4, 9):
+        with _xp.forced("host"):
+            host = x.pow(n)
+        with _xp.forced("xla"):
+            xla = x.pow(n)
+        assert type(host._store) is np.ndarray and isinstance(xla._store, jax.Array)
+        assert np.array_equal(host.numpy(), xla.numpy(), equal_nan=True), n
+
+
+@pytest.mark.parametrize("exponent", [2.0, 3.0, -1.0, -2.0, 2.5])
+def test_float_exponents_pytorch_multiplies(mode: object, exponent: float) -> None:
+    """pow by 2.0, 3.0, -1.0, -2.0 multiplies (PyTorch's optimized scalar kernel: its bits),
+    others are the general pow; values and gradients against jax in every mode."""
+    x0 = np.random.default_rng(1).uniform(0.5, 2.0, (4, 5)).astype(np.float32)
+    x = acg.tensor(x0, requires_grad=True)
+    y = acg.pow(x, exponent)
+    assert y.dtype == acg.float32
+    with mode():
+        (y * y.detach()).sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), x0 ** exponent, rtol=2e-7)
+    want = jax.grad(lambda v: (v ** exponent * jax.lax.stop_gradient(v ** exponent)).sum())(x0)
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6)
+    if exponent in (2.0, 3.0, -1.0, -2.0):
+        p = x0
+        for _ in range(int(abs(exponent)) - 1):
+            p = p * x0
+        assert np.array_equal(y.detach().numpy(), p if exponent > 0 else np.float32(1) / p)
