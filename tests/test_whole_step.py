@@ -56,29 +56,42 @@ def _setup(model_fn: Callable[[], nn.Module], opt_fn: Callable, sched_fn: Callab
     return model, opt, sched, train_step
 
 
-def _maxdiff(a: Any, b: Any) -> float:
-    return float(np.max(np.abs(np.asarray(a.detach().numpy(), np.float64) -
-                               np.asarray(b.detach().numpy(), np.float64)), initial=0.0))
+def _maxdiff(a: Any, b: Any, skip: slice | None = None) -> float:
+    d = np.abs(np.asarray(a.detach().numpy(), np.float64) -
+               np.asarray(b.detach().numpy(), np.float64))
+    if skip is not None:
+        d[skip] = 0.0
+    return float(np.max(d, initial=0.0))
 
 
-def _assert_same(m1: nn.Module, o1: Any, m2: nn.Module, o2: Any, where: str) -> None:
+def _assert_same(m1: nn.Module, o1: Any, m2: nn.Module, o2: Any, where: str,
+                 noise: dict[str, slice] | None = None) -> None:
+    """``noise`` names entries whose gradient is zero in exact arithmetic: their float noise
+    (~1e-11) is not compared, Adam turns it into moves of lr * |g| / eps; the gradient
+    itself must be ~0 in both runs."""
+    noise = noise or {}
     for (n, p), q in zip(m1.named_parameters(), m2.parameters()):
-        assert _maxdiff(p, q) <= TOL, f"{where}: parameter {n}"
+        skip = noise.get(n)
+        assert _maxdiff(p, q, skip) <= TOL, f"{where}: parameter {n}"
         assert (p.grad is None) == (q.grad is None), f"{where}: grad of {n} None-ness"
         if p.grad is not None:
             assert _maxdiff(p.grad, q.grad) <= TOL, f"{where}: grad of {n}"
+            if skip is not None:
+                for g in (p.grad, q.grad):
+                    assert np.max(np.abs(g.numpy()[skip])) <= 1e-7, f"{where}: {n} noise"
     for (n, _), p, q in zip(m1.named_parameters(), m1.parameters(), m2.parameters()):
         s1, s2 = o1.state.get(p, {}), o2.state.get(q, {})
         assert sorted(s1) == sorted(s2), f"{where}: state keys of {n}"
         for k in s1:
-            assert _maxdiff(s1[k], s2[k]) <= TOL, f"{where}: state {k} of {n}"
+            skip = noise.get(n) if s1[k].dim() else None
+            assert _maxdiff(s1[k], s2[k], skip) <= TOL, f"{where}: state {k} of {n}"
     for g1, g2 in zip(o1.param_groups, o2.param_groups):
         assert g1["lr"] == pytest.approx(g2["lr"], rel=1e-12, abs=0.0), f"{where}: lr"
 
 
 def _compare(model_fn: Callable, opt_fn: Callable, data: Callable, steps: int, *,
              sched_fn: Callable | None = None, clip: float | None = None, zero: str = "none",
-             loss_fn: Callable | None = None) -> None:
+             loss_fn: Callable | None = None, noise: dict[str, slice] | None = None) -> None:
     loss_fn = loss_fn or (lambda m, x, y: nn.functional.cross_entropy(m(x), y))
     m1, o1, _, eager = _setup(model_fn, opt_fn, sched_fn, clip, zero, loss_fn)
     m2, o2, _, step = _setup(model_fn, opt_fn, sched_fn, clip, zero, loss_fn)
@@ -88,7 +101,7 @@ def _compare(model_fn: Callable, opt_fn: Callable, data: Callable, steps: int, *
         x, y = data(i)
         l1, l2 = eager(x, y), compiled(x, y)
         assert abs(float(l1) - float(l2)) <= 1e-5, f"step {i}: loss"
-        _assert_same(m1, o1, m2, o2, f"step {i}")
+        _assert_same(m1, o1, m2, o2, f"step {i}", noise)
     # the first step (state created) and every later one: two traces, then cache hits
     assert counters["eager_runs"] == 0
     assert counters["traces"] <= 2 and counters["cache_hits"] >= steps - 2, dict(counters)
@@ -155,15 +168,16 @@ def test_gpt_example_sgd_cosine_clip(steps: int) -> None:
              clip=1.0, loss_fn=loss)
 
 
-def test_gpt_example_adamw_first_steps() -> None:
-    """AdamW (the example's optimizer, two groups) matches to 1e-6 on the first step. Over
-    many steps the key bias of attention, whose gradient is zero in exact arithmetic,
-    follows float noise (~1e-10) that Adam normalises to lr-sized moves, in eager as in any
-    other fusion order: that entry is not a meaningful comparison past a step or two."""
+@pytest.mark.parametrize("steps", LONG)
+def test_gpt_example_adamw(steps: int) -> None:
+    """AdamW (the example's optimizer, two groups) matches to 1e-6. The key bias of
+    attention has a zero gradient in exact arithmetic (softmax is shift-invariant along a
+    row): its float noise (~1e-11) differs with any fusion order and Adam turns it into moves
+    of lr * |g| / eps, so those entries are checked to have a ~0 gradient, not compared."""
     model, data, loss = _gpt_setup()
-    _compare(model, lambda m: m.configure_optimizers(0.1, 3e-3, (0.9, 0.95)), data, 1,
+    _compare(model, lambda m: m.configure_optimizers(0.1, 3e-3, (0.9, 0.95)), data, steps,
              sched_fn=lambda o: acg.optim.lr_scheduler.CosineAnnealingLR(o, T_max=50),
-             clip=1.0, loss_fn=loss)
+             clip=1.0, loss_fn=loss, noise={"transformer.h.0.attn.c_attn.bias": slice(16, 32)})
 
 
 def test_lr_set_by_hand_is_read_every_call() -> None:
@@ -480,7 +494,7 @@ def test_loss_stored_on_the_module_is_a_program_output() -> None:
         assert type(m2.last_loss._data) is type(m1.last_loss._data)  # a real array
         assert float(m2.last_loss) == float(l2)
         assert abs(float(l1) - float(l2)) <= 1e-5, f"step {i}: loss"
-        _assert_same(m1, o1, m2, o2, f"step {i}")
+        _assert_same(m1, o1, m2, o2, f"step {i}", noise)
     assert counters["eager_runs"] == 0 and counters["traces"] <= 2
 
 
@@ -513,5 +527,5 @@ def test_a_step_one_call_away_is_still_a_step() -> None:
         o1.step()
         o1.zero_grad()
         assert abs(float(loss) - float(compiled(x, y))) <= 1e-5
-        _assert_same(m1, o1, m2, o2, f"step {i}")
+        _assert_same(m1, o1, m2, o2, f"step {i}", noise)
     assert counters["eager_runs"] == 0 and counters["traces"] <= 2
