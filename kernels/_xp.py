@@ -182,10 +182,18 @@ def _out(v: Any, keep: bool = False) -> Any:
         raise HostUnsupported(f"result dtype {arr.dtype}")
     if not keep:
         return _to_jax(arr)
-    if not arr.flags.writeable:  # a view of an input (maybe a jax buffer, which XLA may
-        arr = arr.copy()  # reuse once donated): the tensor gets its own copy
+    if not arr.flags.writeable and not _numpy_owned(arr):  # a view of a jax buffer (which
+        arr = arr.copy()  # XLA may reuse once donated): the tensor gets its own copy
     arr.setflags(write=False)  # nobody writes a tensor's value in place (.numpy() too)
     return arr
+
+
+def _numpy_owned(a: np.ndarray) -> bool:
+    """``a``'s memory belongs to a numpy array (a tensor's read-only host value, or the
+    user's array), not to a jax buffer: a view of it may be shared, as PyTorch's views are."""
+    while type(a.base) is np.ndarray:
+        a = a.base
+    return a.base is None
 
 
 _AS_IS = frozenset({int, float, bool, str, type(None), np.ndarray})  # a host kernel's as given

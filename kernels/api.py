@@ -40,6 +40,7 @@ from . import shape as S
 from ._dtypes import DEFAULT_INT, as_dtype, default_float, is_float, result_type, set_default_float
 from ._defop import HOST_UNARY
 from ._jit import clear_programs
+from ._shapes import infer_size
 from ._shapes import numel as _numel
 from ._shapes import shapes_equal, wrap_dim
 from .views import as_shape_of, view_of
@@ -620,8 +621,27 @@ def norm(input: Tensor, p: Any = "fro", dim: _Dim = None, keepdim: builtins.bool
 
 # -- shape ---------------------------------------------------------------------------------
 # views: results remember their base, so in-place ops on them write through (views.py)
+def _host_view(op: Any, x: Any, args: tuple, np_view: Callable) -> Tensor | None:
+    """``op(x, *args)`` for a view op (reshape, transpose, ...) on a plain host tensor: the
+    numpy view, shared as PyTorch's views share storage, without the dispatcher (~15 us of
+    a 20 us call); with autograd history, the node the op's Autograd kernel records. None:
+    the op path runs it (and raises PyTorch's error for bad arguments)."""
+    if not _plain(x):
+        return None
+    a = x._store
+    grad = x._requires_grad
+    if type(a) is not np.ndarray or (grad and TLS.excluded):
+        return None
+    try:
+        out = np_view(a)
+    except Exception:
+        return None
+    return _host_result(out, op.name, op, op.schema.bind((x, *args), {}) if grad else None, grad)
+
+
 def _reshaped(input: Tensor, op: Any, size: list) -> Tensor:
-    return view_of(op(input, size), input, as_shape_of)
+    out = _host_view(op, input, (size,), lambda a: a.reshape(infer_size(size, a.size)))
+    return view_of(op(input, size) if out is None else out, input, as_shape_of)
 
 
 def reshape(input: Tensor, shape: Sequence[Any]) -> Tensor:
@@ -629,7 +649,9 @@ def reshape(input: Tensor, shape: Sequence[Any]) -> Tensor:
 
 
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
-    return view_of(S.transpose(input, dim0, dim1), input,
+    out = _host_view(S.transpose, input, (dim0, dim1),
+                     lambda a: np.swapaxes(a, dim0, dim1))
+    return view_of(S.transpose(input, dim0, dim1) if out is None else out, input,
                    lambda b, v: S.transpose(v, dim0, dim1))
 
 
@@ -637,10 +659,20 @@ swapaxes = swapdims = transpose
 
 
 def permute(input: Tensor, dims: Sequence[int]) -> Tensor:
-    out = S.permute(input, list(dims))  # validates the dims
+    dims = list(dims)
+    out = _host_view(S.permute, input, (dims,), lambda a: a.transpose(_perm(dims, a.ndim)))
+    out = S.permute(input, dims) if out is None else out  # validates the dims
     order = [wrap_dim(d, input.ndim) for d in dims]
     back = sorted(builtins.range(len(order)), key=order.__getitem__)  # the inverse permutation
     return view_of(out, input, lambda b, v: S.permute(v, back))
+
+
+def _perm(dims: list, ndim: int) -> list:
+    """``dims`` as numpy's transpose takes them, or ValueError where PyTorch raises."""
+    order = [d + ndim if -ndim <= d < 0 else d for d in dims]
+    if len(order) != ndim or sorted(order) != list(builtins.range(ndim)):
+        raise ValueError(dims)
+    return order
 
 
 def t(input: Tensor) -> Tensor:
@@ -652,7 +684,8 @@ def t(input: Tensor) -> Tensor:
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
-    return view_of(S.unsqueeze(input, dim), input, as_shape_of)
+    out = _host_view(S.unsqueeze, input, (dim,), lambda a: np.expand_dims(a, dim))
+    return view_of(S.unsqueeze(input, dim) if out is None else out, input, as_shape_of)
 
 
 def squeeze(input: Tensor, dim: _Dim = None) -> Tensor:

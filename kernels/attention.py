@@ -25,7 +25,7 @@ from ._host import check_values
 from ._shapes import broadcast_shapes, shapes_equal
 from .elementwise import ne, wants
 from .factories import zeros
-from .indexing import index_put
+from .indexing import add_rows
 from ._xp import HostUnsupported, jnp
 
 
@@ -210,17 +210,63 @@ def _check_indices(w: Any, idx: Any, *rest: Any, **kwargs: Any) -> None:
         raise error(a.min() if a.min() < 0 else a.max())
 
 
+def _embedding_grad(g: Any, idx: Any, num_weights: int, padding_idx: int = -1,
+                    scale_grad_by_freq: bool = False) -> Any:
+    """PyTorch's embedding_dense_backward: each output gradient row added into the weight row
+    it was read from (none into padding_idx; divided by that row's count if scaled)."""
+    flat = idx.reshape(-1)
+    rows = g.reshape(flat.shape[0], g.shape[-1])
+    if padding_idx >= 0:
+        rows = jnp.where((flat == padding_idx)[:, None], jnp.zeros((), g.dtype), rows)
+    if scale_grad_by_freq:
+        counts = jnp.zeros((num_weights,), g.dtype).at[flat].add(1)
+        rows = rows / counts[flat][:, None]
+    return jnp.zeros((num_weights, g.shape[-1]), g.dtype).at[flat].add(rows)
+
+
+def _host_embedding_grad(g: np.ndarray, idx: np.ndarray, num_weights: int,
+                         padding_idx: int = -1, scale_grad_by_freq: bool = False) -> np.ndarray:
+    """:func:`_embedding_grad` on numpy (which has no ``.at``): the rows summed per index."""
+    flat = idx.reshape(-1)
+    rows = g.reshape(flat.shape[0], g.shape[-1])
+    if padding_idx >= 0:
+        rows = np.where((flat == padding_idx)[:, None], g.dtype.type(0), rows)
+    if scale_grad_by_freq:
+        counts = np.bincount(flat, minlength=num_weights).astype(g.dtype)
+        rows = rows / counts[flat][:, None]
+    out = np.zeros((num_weights, g.shape[-1]), g.dtype)
+    add_rows(out, flat, rows)
+    return out
+
+
+def _embedding_grad_rule(g: Any, idx: Any, num_weights: int, padding_idx: int = -1,
+                         scale_grad_by_freq: bool = False) -> TensorMeta:
+    return TensorMeta((num_weights, g.shape[-1]), g.dtype)
+
+
+def _embedding_grad_backward(gg: Any, g: Any, idx: Any, num_weights: int, padding_idx: int,
+                             scale_grad_by_freq: bool, out: Any) -> tuple:
+    """The rows of ``gg`` read back (a double backward through embedding)."""
+    rows = embedding(gg, idx)
+    if padding_idx >= 0:
+        rows = rows * ne(idx, padding_idx).unsqueeze(-1).to(rows.dtype)
+    if scale_grad_by_freq:
+        ones = zeros(list(idx.shape) + [1], dtype=gg.dtype) + 1
+        rows = rows / embedding(embedding_dense_backward(ones, idx, num_weights), idx)
+    return rows, None
+
+
+embedding_dense_backward = defop(
+    "embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, "
+    "int padding_idx=-1, bool scale_grad_by_freq=False) -> Tensor",
+    _embedding_grad, host=_host_embedding_grad, shape=_embedding_grad_rule, save=("indices",),
+    backward=_embedding_grad_backward)
+
+
 def _embedding_backward(g: Any, w: Any, idx: Any, padding_idx: int, scale_grad_by_freq: bool,
                         sparse: bool, out: Any) -> tuple:
-    """A scatter-add of the output gradient into the rows looked up (none at padding_idx)."""
-    if padding_idx >= 0:
-        g = g * ne(idx, padding_idx).unsqueeze(-1).to(g.dtype)
-    if scale_grad_by_freq:
-        counts = index_put(zeros([w.shape[0]], dtype=g.dtype), [idx.reshape(-1)],
-                           zeros([1], dtype=g.dtype) + 1, True)
-        g = g / counts[idx].unsqueeze(-1)
-    flat_g = g.reshape(-1, g.shape[-1])
-    return index_put(zeros(list(w.shape), dtype=g.dtype), [idx.reshape(-1)], flat_g, True), None
+    """One op, as PyTorch's EmbeddingBackward0: the rows scatter-added (none at padding_idx)."""
+    return embedding_dense_backward(g, idx, w.shape[0], padding_idx, scale_grad_by_freq), None
 
 
 embedding = defop("embedding(Tensor weight, Tensor indices, int padding_idx=-1, "

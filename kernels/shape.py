@@ -85,8 +85,9 @@ sum_to_size = defop("sum_to_size(Tensor self, SymInt[] size) -> Tensor", _sum_to
 # -- permuting and (un)squeezing ----------------------------------------------------------------
 def _perm(dims: Any, ndim: int) -> tuple[int, ...]:
     if len(dims) != ndim:
-        raise RuntimeError(f"permute(): number of dims don't match in permute: the tensor has "
-                           f"{ndim} dims but {len(dims)} were given")
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
+                           f"not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {ndim} is not equal to len(dims) = {len(dims)}")
     return wrap_dims(dims, ndim) if ndim else ()
 
 

@@ -48,6 +48,39 @@ def test_embedding_scale_grad_by_freq(mode) -> None:
     assert_close(w.grad, [[0, 0], [1, 1], [0, 0], [1, 1]], rtol=1e-12)  # 3 hits / count 3
 
 
+@pytest.mark.parametrize("rows", [28, 1000], ids=["one-hot", "sorted"])
+@pytest.mark.parametrize("tier", ["host", "xla"])
+def test_embedding_backward_is_one_op_on_either_tier(rows: int, tier: str) -> None:
+    """EmbeddingBackward0 runs PyTorch's embedding_dense_backward: numpy's (a one-hot matmul
+    for a few rows, a sort and a segment sum for many) and XLA's scatter-add both equal
+    np.add.at, with padding_idx and scale_grad_by_freq; the double backward reads rows back."""
+    from autograd_compile.kernels import _xp
+    rng = np.random.default_rng(2)
+    idx = rng.integers(0, rows, (16, 32))
+    g0 = rng.standard_normal((16, 32, 8)).astype(np.float32)
+    hits = np.bincount(idx.ravel(), minlength=rows).astype(np.float32)
+    for pad, scale in ((-1, False), (int(idx[0, 0]), False), (-1, True)):
+        w = acg.tensor(rng.standard_normal((rows, 8)).astype(np.float32), requires_grad=True)
+        with _xp.forced(tier):
+            out = F.embedding(acg.tensor(idx), w, padding_idx=None if pad < 0 else pad,
+                              scale_grad_by_freq=scale)
+            assert out.grad_fn.name() == "EmbeddingBackward0"
+            (out * acg.tensor(g0)).sum().backward()
+        want = np.zeros((rows, 8), np.float32)
+        terms = g0.reshape(-1, 8) / (hits[idx.ravel()][:, None] if scale else 1)
+        np.add.at(want, idx.ravel(), terms)
+        if pad >= 0:
+            want[pad] = 0
+        np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-5, atol=1e-5)
+    g = acg.tensor(g0[:2, :3], requires_grad=True)
+    with _xp.forced(tier):
+        dw = acg.ops.acg.embedding_dense_backward(g, acg.tensor(idx[:2, :3]), rows, -1, True)
+        (dw * acg.tensor(np.arange(rows * 8.0, dtype=np.float32).reshape(rows, 8))).sum().backward()
+    count = np.bincount(idx[:2, :3].ravel(), minlength=rows)[idx[:2, :3]][..., None]
+    want = np.arange(rows * 8.0).reshape(rows, 8)[idx[:2, :3]] / count
+    np.testing.assert_allclose(g.grad.numpy(), want, rtol=1e-6)
+
+
 def test_embedding_max_norm_renormalises_rows_in_place() -> None:
     w = acg.tensor([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]])
     out = F.embedding(acg.tensor([0, 1]), w, max_norm=1.0)

@@ -601,3 +601,59 @@ def test_float_exponents_pytorch_multiplies(mode: object, exponent: float) -> No
         for _ in range(int(abs(exponent)) - 1):
             p = p * x0
         assert np.array_equal(y.detach().numpy(), p if exponent > 0 else np.float32(1) / p)
+
+
+def test_views_of_plain_host_tensors_are_numpy_views(mode: object) -> None:
+    """reshape/view/transpose/permute/unsqueeze of a plain host value are numpy views sharing
+    its (read-only) memory, as PyTorch's views share storage, without the dispatcher; they
+    record the op's node: gradients against jax.grad in all three modes; bad arguments raise
+    the op's PyTorch errors; an in-place op through such a view still writes its base."""
+    import cProfile
+    import pstats
+    x0 = np.linspace(-2, 2, 24).reshape(2, 3, 4)  # float64: gradients checked closely
+
+    def views(x: acg.Tensor) -> list:
+        return [x.reshape(6, 4), x.view(-1), x.transpose(0, 2), x.permute(2, 0, 1),
+                x.unsqueeze(1), x.flatten(1), x.mT, acg.swapaxes(x, -1, 0)]
+
+    x = acg.tensor(x0, requires_grad=True)
+    prof = cProfile.Profile()
+    outs = prof.runcall(views, x)
+    ran = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    assert not any(f.endswith("kernels/_jit.py") or (f.endswith("dispatcher.py") and fn == "_run")
+                   for (f, _, fn) in ran)  # no kernel, no dispatch
+    with acg.no_grad():
+        shared = views(acg.tensor(x0))
+    base = shared[0]._base_meta[0]._store
+    assert all(np.shares_memory(v._store, base) for v in shared)
+    assert not any(v._store.flags.writeable for v in shared)
+    with _xp.forced("xla"):
+        slow = views(acg.tensor(x0, requires_grad=True))
+    for fast, ref in zip(outs, slow):
+        assert fast.shape == ref.shape and fast.grad_fn.name() == ref.grad_fn.name()
+        np.testing.assert_array_equal(fast.detach().numpy(), ref.detach().numpy())
+    w = np.arange(1.0, 25.0)
+    order: list[str] = []
+    outs[0].register_hook(lambda g: order.append("reshape"))
+    outs[3].register_hook(lambda g: order.append("permute"))
+    loss = sum((v.reshape(-1) * acg.tensor(w)).sum() for v in outs)
+    with mode():
+        loss.backward()
+
+    def reference(v):
+        ws = jnp.asarray(w)
+        parts = [v.reshape(6, 4), v.reshape(-1), v.transpose(2, 1, 0), v.transpose(2, 0, 1),
+                 v[:, None], v.reshape(2, 12), jnp.swapaxes(v, -1, -2), jnp.swapaxes(v, -1, 0)]
+        return sum((p.reshape(-1) * ws).sum() for p in parts)
+    np.testing.assert_allclose(x.grad.numpy(), np.asarray(jax.grad(reference)(jnp.asarray(x0))),
+                               rtol=1e-12)
+    assert sorted(order) == ["permute", "reshape"]
+    with pytest.raises(RuntimeError, match=r"shape '\[5, 5\]' is invalid for input of size 24"):
+        acg.tensor(x0).reshape(5, 5)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        acg.tensor(x0).transpose(0, 3)
+    with pytest.raises(RuntimeError, match="number of dimensions in the tensor input does not"):
+        acg.tensor(x0).permute(0, 1)
+    y = acg.tensor(x0)
+    y.view(-1)[:4].zero_()  # through a fast-path view, into its base
+    assert y.flatten()[:5].tolist() == [0.0, 0.0, 0.0, 0.0, float(x0.flat[4])]

@@ -83,7 +83,7 @@ ERRORS: list[tuple[str, Callable[[], tuple], Callable[..., Any], list[str]]] = [
     ("split_sizes", lambda: (t(3, 2),), lambda x: x.split([1, 1]),
      ["acg::split_with_sizes", "sum exactly to 3"]),
     ("permute_len", lambda: (t(2, 3),), lambda x: x.permute(1, 0, 2),
-     ["acg::permute", "number of dims don't match"]),
+     ["acg::permute", "input.dim() = 2 is not equal to len(dims) = 3"]),
     ("index_tensor_bounds", lambda: (t(3, 2), ints(0, 5)), lambda x, i: x[i],
      ["acg::index.Tensor", "index 5 is out of bounds for dimension 0 with size 3"]),
     ("index_float_index", lambda: (t(3, 2), t(2)), lambda x, i: x[i],
