@@ -12,6 +12,7 @@ from typing import Any
 import jax
 
 from autograd_compile import runtime_checks
+from autograd_compile.dispatch.keys import TLS
 from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import defop, reduce_grad
@@ -245,17 +246,48 @@ def _cross_entropy(x: Any, t: Any, w: Any = None, reduction: str = "mean",
     return jnp.sum(loss) if reduction == "sum" else jnp.sum(loss) / jnp.sum(wt)
 
 
+def _ce_grad(g: Any, x: Any, t: Any, w: Any = None, reduction: str = "mean",
+             ignore_index: int = -100, label_smoothing: float = 0.0) -> Any:
+    """d loss / d x in one kernel (PyTorch's nll_loss_backward and log_softmax_backward):
+    d loss / d logp, then through log_softmax: dx = dlogp - softmax * sum(dlogp)."""
+    c = 1 if x.ndim > 1 else 0
+    valid = t != ignore_index
+    ts = jnp.where(valid, t, 0)
+    wt = valid.astype(x.dtype) if w is None else w[ts] * valid
+    gs = g if reduction == "none" else jnp.broadcast_to(g, t.shape)
+    if reduction == "mean":  # every target ignored: zero gradients, as PyTorch (not 0 / 0)
+        total = jnp.sum(wt)
+        gs = gs / jnp.where(total == 0, jnp.ones((), x.dtype), total)
+    classes = jnp.arange(x.shape[c]).reshape((-1,) + (1,) * (x.ndim - c - 1))
+    picked = jnp.expand_dims(gs * wt * -(1 - label_smoothing), c)
+    dlogp = jnp.where(jnp.expand_dims(ts, c) == classes, picked, jnp.zeros((), x.dtype))
+    wc = 1 if w is None else w.reshape((-1,) + (1,) * (x.ndim - c - 1))  # smoothing: it may
+    dlogp = dlogp - jnp.expand_dims(gs * valid, c) * wc * (label_smoothing / x.shape[c])
+    return (dlogp - _softmax(x, c) * jnp.sum(dlogp, c, keepdims=True)).astype(x.dtype)
+
+
+cross_entropy_backward = defop(
+    "cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, "
+    "str reduction='mean', int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
+    _ce_grad, host=True, shape=lambda g, x, *a, **k: TensorMeta(tuple(x.shape), x.dtype))
+
+
 def _ce_backward(g: Any, x: Any, t: Any, w: Any, reduction: str, ignore_index: int,
                  ls: float, out: Any) -> tuple:
-    """d loss / d logp, then through log_softmax: dx = dlogp - softmax * sum(dlogp)."""
+    """One op (:data:`cross_entropy_backward`), or, where the backward itself is recorded
+    (create_graph), the same formula in differentiable ops."""
     if w is not None and w.requires_grad:
         raise RuntimeError("the derivative for 'weight' of cross_entropy is not implemented")
+    if not TLS.grad_enabled:
+        return cross_entropy_backward(g, x, t, w, reduction, ignore_index, ls), None, None
     c = 1 if x.ndim > 1 else 0
     valid = ne(t, ignore_index)
     ts = where(valid, t, 0)
     wt = valid.to(x.dtype) if w is None else index(w, [ts]) * valid
     gs = g if reduction == "none" else g.expand(t.shape)
-    gs = gs / wt.sum() if reduction == "mean" else gs
+    if reduction == "mean":
+        total = wt.sum()
+        gs = gs / where(total == 0, 1.0, total)
     picked = (gs * wt * -(1 - ls)).unsqueeze(c)
     dlogp = scatter_add(zeros_like(x), c, ts.unsqueeze(c), picked)
     wc = 1 if w is None else w.reshape([-1] + [1] * (x.ndim - c - 1))  # smoothing: ls may be

@@ -306,6 +306,59 @@ def test_cross_entropy_every_combination_matches_numpy(shape, probs, weighted, l
         assert_close(got, want, rtol=1e-10, atol=1e-12)
 
 
+def _numeric_grad(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[i] = eps
+        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
+    return g
+
+
+@pytest.mark.parametrize("shape", [(5,), (4, 5), (2, 5, 3)], ids=["1d", "2d", "3d"])
+@pytest.mark.parametrize("tier", ["host", "xla"])
+def test_cross_entropy_gradient_is_one_op_and_matches_numeric(shape, tier) -> None:
+    """The backward of cross_entropy (class indices) is one op, cross_entropy_backward, on
+    numpy or XLA; its gradients equal central differences of the numpy-loop formula for every
+    reduction, weight, label smoothing and ignore_index; all targets ignored: zeros (PyTorch)."""
+    from autograd_compile.kernels import _xp
+    rng = np.random.default_rng(len(shape))
+    c = 1 if len(shape) > 1 else 0
+    tshape = shape[:c] + shape[c + 1:]
+    x0 = rng.standard_normal(shape)
+    t = rng.integers(0, 5, tshape)
+    if t.ndim:
+        t.reshape(-1)[::3] = 3
+    for reduction, w, ls in (("mean", None, 0.0), ("sum", rng.uniform(0.5, 2, 5), 0.25),
+                             ("none", None, 0.1), ("mean", rng.uniform(0.5, 2, 5), 0.0)):
+        g0 = rng.standard_normal(tshape) if reduction == "none" else np.array(1.5)
+        x = _leaf(x0)
+        with _xp.forced(tier):
+            loss = F.cross_entropy(x, acg.tensor(t), None if w is None else acg.tensor(w),
+                                   ignore_index=3, reduction=reduction, label_smoothing=ls)
+            loss.backward(acg.tensor(g0))
+        want = _numeric_grad(lambda v: (g0 * _np_cross_entropy(v, t, w, reduction, 3, ls,
+                                                               False)).sum(), x0)
+        assert_close(x.grad, want, rtol=1e-6, atol=1e-8)
+    x = _leaf(x0)
+    with _xp.forced(tier):
+        before = _xp.STATS["cross_entropy_backward"]
+        F.cross_entropy(x, acg.full(tshape, 3), ignore_index=3).backward()
+    assert _xp.STATS["cross_entropy_backward"] == before + (tier == "host")  # one op, once
+    assert_close(x.grad, np.zeros(shape), rtol=0, atol=0)
+
+
+def test_cross_entropy_gradient_in_every_mode(mode) -> None:
+    rng = np.random.default_rng(9)
+    x0, t, w = rng.standard_normal((6, 4)), np.array([0, 3, 1, 1, 2, 3]), rng.uniform(0.5, 2, 4)
+    x = _leaf(x0)
+    loss = F.cross_entropy(x, acg.tensor(t), acg.tensor(w), ignore_index=2, label_smoothing=0.2)
+    with mode():
+        loss.backward()
+    want = _numeric_grad(lambda v: _np_cross_entropy(v, t, w, "mean", 2, 0.2, False), x0)
+    assert_close(x.grad, want, rtol=1e-6, atol=1e-8)
+
+
 def test_losses_gradients_agree_across_modes(mode) -> None:
     rng = np.random.default_rng(6)
     x0, t0 = rng.standard_normal((4, 3)) * 30, rng.uniform(0, 1, (4, 3))
