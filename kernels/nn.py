@@ -128,12 +128,46 @@ def _layer_norm(x: Any, shape: Any, w: Any = None, b: Any = None, eps: float = 1
     return y if b is None else y + b
 
 
+def _ln_grad(g: Any, x: Any, shape: Any, w: Any = None, eps: float = 1e-5) -> tuple:
+    """(d input, d weight, d bias) in one kernel, as PyTorch's native_layer_norm_backward;
+    the statistics recomputed from x (cheap next to saving two more tensors), in >= float32."""
+    dims = _ln_dims(x, shape)
+    lead = tuple(range(x.ndim - len(dims)))
+    ft = promote(x.dtype, FLOAT32)
+    xf, gf = x.astype(ft), g.astype(ft)
+    xc = xf - jnp.mean(xf, dims, keepdims=True)
+    rstd = lax.rsqrt(jnp.mean(xc * xc, dims, keepdims=True) + eps)
+    xhat = xc * rstd
+    gh = gf if w is None else gf * w.astype(ft)
+    gx = rstd * (gh - jnp.mean(gh, dims, keepdims=True)
+                 - xhat * jnp.mean(gh * xhat, dims, keepdims=True))
+    return (gx.astype(x.dtype), jnp.sum(gf * xhat, lead).astype(x.dtype),
+            jnp.sum(gf, lead).astype(x.dtype))
+
+
+def _ln_grad_rule(g: Any, x: Any, shape: Any, w: Any = None, eps: float = 1e-5) -> tuple:
+    tail = tuple(x.shape[x.ndim - len(shape):])
+    return (TensorMeta(tuple(x.shape), x.dtype), TensorMeta(tail, x.dtype),
+            TensorMeta(tail, x.dtype))
+
+
+layer_norm_backward = defop(
+    "layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, "
+    "Tensor? weight=None, float eps=1e-05) -> (Tensor, Tensor, Tensor)",
+    _ln_grad, host=True, shape=_ln_grad_rule)
+
+
 def _layer_norm_backward(g: Any, x: Any, shape: Any, w: Any, b: Any, eps: float,
                          out: Any) -> tuple:
-    """Recomputes the statistics from x (cheap next to saving two more tensors)."""
-    gb = reduce_grad(g, b) if wants(b) else None
+    """One op (:data:`layer_norm_backward`), or, where the backward itself is recorded
+    (create_graph), the same formula in differentiable ops."""
     if not (wants(x) or wants(w)):  # only the bias: x was not saved
-        return None, None, gb
+        return None, None, reduce_grad(g, b) if wants(b) else None
+    if not TLS.grad_enabled:
+        # (w is saved only where the input's gradient reads it: gw = sum(g * xhat) does not)
+        gx, gw, gb = layer_norm_backward(g, x, shape, w if wants(x) else None, eps)
+        return gx if wants(x) else None, gw if wants(w) else None, gb if wants(b) else None
+    gb = reduce_grad(g, b) if wants(b) else None
     dims = list(_ln_dims(x, shape))
     xc = x - x.mean(dims, keepdim=True)
     rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()

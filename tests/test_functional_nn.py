@@ -359,6 +359,66 @@ def test_cross_entropy_gradient_in_every_mode(mode) -> None:
     assert_close(x.grad, want, rtol=1e-6, atol=1e-8)
 
 
+def _np_layer_norm(x, ns, w, b, eps=1e-5):
+    axes = tuple(range(x.ndim - len(ns), x.ndim))
+    y = (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + eps)
+    return y * (1 if w is None else w) + (0 if b is None else b)
+
+
+@pytest.mark.parametrize("affine", [(True, True), (True, False), (False, True), (False, False)],
+                         ids=["wb", "w", "b", "plain"])
+@pytest.mark.parametrize("tier", ["host", "xla"])
+def test_layer_norm_gradient_is_one_op_and_matches_numeric(affine, tier) -> None:
+    """layer_norm's backward is one op, layer_norm_backward (PyTorch's
+    native_layer_norm_backward), on numpy or XLA: input, weight and bias gradients equal
+    central differences of the numpy formula."""
+    from autograd_compile.kernels import _xp
+    rng = np.random.default_rng(4)
+    x0, g0 = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3, 4))
+    w0, b0 = rng.standard_normal(4), rng.standard_normal(4)
+    x = _leaf(x0)
+    w, b = (_leaf(w0) if affine[0] else None), (_leaf(b0) if affine[1] else None)
+    with _xp.forced(tier):
+        before = _xp.STATS["layer_norm_backward"]
+        F.layer_norm(x, (4,), w, b).backward(acg.tensor(g0))
+    assert _xp.STATS["layer_norm_backward"] == before + (tier == "host")
+    wv, bv = (w0 if affine[0] else None), (b0 if affine[1] else None)
+    assert_close(x.grad, _numeric_grad(lambda v: (g0 * _np_layer_norm(v, (4,), wv, bv)).sum(),
+                                       x0), rtol=1e-6, atol=1e-8)
+    if affine[0]:
+        assert_close(w.grad, _numeric_grad(lambda v: (g0 * _np_layer_norm(x0, (4,), v, bv)).sum(),
+                                           w0), rtol=1e-6, atol=1e-8)
+    if affine[1]:
+        assert_close(b.grad, g0.sum((0, 1)), rtol=1e-12)
+
+
+def test_layer_norm_gradient_in_every_mode_and_twice(mode) -> None:
+    """Every mode; a create_graph backward records the formula in ops: its gradient (second
+    order) against jax.grad of jax.grad."""
+    rng = np.random.default_rng(5)
+    x0, w0 = rng.standard_normal((3, 5)), rng.standard_normal(5)
+    x, w = _leaf(x0), _leaf(w0)
+    with mode():
+        F.layer_norm(x, (5,), w).pow(3).sum().backward()
+
+    def ln(v, wv):
+        return (v - v.mean(-1, keepdims=True)) * jax.lax.rsqrt(v.var(-1, keepdims=True) + 1e-5) * wv
+
+    def loss(v, wv):
+        return (ln(v, wv) ** 3).sum()
+    want = jax.grad(loss, (0, 1))(x0, w0)
+    assert_close(x.grad, want[0], rtol=1e-9, atol=1e-12)
+    assert_close(w.grad, want[1], rtol=1e-9, atol=1e-12)
+    x2, w2 = _leaf(x0), _leaf(w0)
+    gx, gw = acg.autograd.grad(F.layer_norm(x2, (5,), w2).pow(3).sum(), (x2, w2),
+                               create_graph=True)
+    (gx.sum() + (gw * gw).sum()).backward()
+    second = jax.grad(lambda v, wv: jax.grad(loss, 0)(v, wv).sum()
+                      + (jax.grad(loss, 1)(v, wv) ** 2).sum(), (0, 1))(x0, w0)
+    assert_close(x2.grad, second[0], rtol=1e-8, atol=1e-10)
+    assert_close(w2.grad, second[1], rtol=1e-8, atol=1e-10)
+
+
 def test_losses_gradients_agree_across_modes(mode) -> None:
     rng = np.random.default_rng(6)
     x0, t0 = rng.standard_normal((4, 3)) * 30, rng.uniform(0, 1, (4, 3))
