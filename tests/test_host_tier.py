@@ -657,3 +657,29 @@ def test_views_of_plain_host_tensors_are_numpy_views(mode: object) -> None:
     y = acg.tensor(x0)
     y.view(-1)[:4].zero_()  # through a fast-path view, into its base
     assert y.flatten()[:5].tolist() == [0.0, 0.0, 0.0, 0.0, float(x0.flat[4])]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_short_row_reductions_equal_numpys(dtype: type) -> None:
+    """Over a short last axis the host's sum (a matvec), max and min (over the transposed
+    copy), mean, softmax and log_softmax equal numpy's own reductions; NaN and inf propagate
+    as there; other axes and long rows keep numpy's path."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 8, 27)).astype(dtype)
+    x[3, 2, 5], x[7, 1, 0], x[9, 0, 3] = np.nan, np.inf, -np.inf
+    tol = dict(rtol=1e-5 if dtype == np.float32 else 1e-12, atol=0)
+    t = acg.tensor(x)
+    with _xp.forced("host"):
+        got = {"sum": t.sum(-1), "sumk": t.sum(2, keepdim=True), "max": t.amax(-1),
+               "min": t.amin(-1, keepdim=True), "mean": t.mean(-1), "sum0": t.sum(0),
+               "softmax": t.softmax(-1), "log_softmax": t.log_softmax(-1)}
+    with np.errstate(all="ignore"):
+        e = np.exp(x - x.max(-1, keepdims=True))
+        want = {"sum": x.sum(-1), "sumk": x.sum(2, keepdims=True), "max": x.max(-1),
+                "min": x.min(-1, keepdims=True), "mean": x.mean(-1), "sum0": x.sum(0),
+                "softmax": e / e.sum(-1, keepdims=True),
+                "log_softmax": x - x.max(-1, keepdims=True)
+                - np.log(np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True))}
+    for k in want:
+        assert got[k].dtype == acg.tensor(want[k]).dtype, k
+        np.testing.assert_allclose(got[k].numpy(), want[k], **tol, err_msg=k)
