@@ -387,6 +387,33 @@ def test_interpolate_errors_match_torch():
             torch.nn.functional.interpolate(xt, **kwargs)
 
 
+def test_interpolate_resolves_arguments_once_per_distinct_call():
+    """The resolved sizes and scales are remembered per (shape, dtype kind, arguments): a
+    repeat gives the first call's result; the same arguments on another shape, a uint8 image
+    or an int size instead of a float factor resolve afresh; bad arguments raise every time."""
+    from autograd_compile.nn import functional_vision as fv
+    torch = _torch()
+    rng = np.random.default_rng(3)
+    cases = [((1, 2, 5, 6), np.float32, dict(scale_factor=1.5, mode="bilinear")),
+             ((1, 2, 5, 6), np.float32, dict(scale_factor=1.5, mode="bilinear")),
+             ((1, 2, 7, 4), np.float32, dict(scale_factor=1.5, mode="bilinear")),
+             ((1, 2, 5, 6), np.uint8, dict(scale_factor=1.5, mode="bilinear")),
+             ((1, 2, 5, 6), np.float32, dict(scale_factor=2)),
+             ((1, 2, 5, 6), np.float32, dict(scale_factor=2.0)),
+             ((1, 2, 5, 6), np.float32, dict(size=(4, 9)))]
+    fv._PLANS.clear()
+    for shape, dt, kw in cases:
+        x = (rng.random(shape) * 255).astype(dt)
+        ours = F.interpolate(acg.tensor(x), **kw).numpy().astype(np.float64)
+        theirs = torch.nn.functional.interpolate(torch.tensor(x), **kw).numpy().astype(np.float64)
+        assert ours.shape == theirs.shape, (shape, dt, kw)
+        assert_close(ours, theirs, rtol=1e-5, atol=1.0 if dt == np.uint8 else 1e-5)
+    assert len(fv._PLANS) == 6  # the repeat hit the first entry
+    for _ in range(2):
+        with pytest.raises(ValueError, match="align_corners option can only"):
+            F.interpolate(acg.randn(1, 2, 4, 4), scale_factor=2, align_corners=True)
+
+
 def test_deprecated_upsample_functions_warn_and_resample():
     torch = _torch()
     x = np.random.default_rng(0).standard_normal((1, 2, 3, 3))

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from ..kernels import api as _api
 from ..kernels import conv as _conv
 from ..kernels import vision as _v
@@ -449,6 +451,45 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
     >>> F.interpolate(x, size=3, mode="linear", align_corners=True).tolist()
     [[[0.0, 1.0, 2.0]]]
     """
+    shape = tuple(input.shape)
+    uint8 = input.dtype == _UINT8
+    key = (shape, uint8, _frozen(size), _frozen(scale_factor), mode, align_corners,
+           recompute_scale_factor, antialias)
+    cacheable = _UNHASHABLE not in key[2:4] and all(type(d) is int for d in shape)
+    plan = _PLANS.get(key) if cacheable else None  # (symbolic sizes: resolved every call)
+    if plan is None:  # the argument checks and size rules: once per distinct call
+        plan = _interpolate_plan(input, size, scale_factor, mode, align_corners,
+                                 recompute_scale_factor, antialias)
+        if cacheable:
+            if len(_PLANS) > 4096:
+                _PLANS.clear()
+            _PLANS[key] = plan
+    output_size, kernel_mode, align, scales = plan
+    if uint8 and kernel_mode not in ("nearest", "nearest-exact"):
+        return _resize_uint8(input, list(output_size), mode, kernel_mode, align,
+                             [float(v) for v in scales.split(",")] if scales else None)
+    return _v.upsample(input, list(output_size), kernel_mode, align, scales)
+
+
+_UNHASHABLE = object()
+_UINT8 = np.dtype("uint8")  # (a dtype compares in C; its str() costs a few us)
+_PLANS: dict[tuple, tuple] = {}  # resolved interpolate arguments (a loop repeats a few)
+
+
+def _frozen(v: Any) -> Any:
+    """``size``/``scale_factor`` as a cache key (lists as tuples, tagged by type)."""
+    if v is None or type(v) in (int, float):
+        return type(v), v
+    if type(v) in (list, tuple) and all(type(x) in (int, float) for x in v):
+        return type(v), tuple((type(x), x) for x in v)
+    return _UNHASHABLE
+
+
+def _interpolate_plan(input: Tensor, size: Any, scale_factor: Any, mode: str,
+                      align_corners: bool | None, recompute_scale_factor: bool | None,
+                      antialias: bool) -> tuple:
+    """(output sizes, kernel mode, align_corners, encoded scales) for ``interpolate``, with
+    PyTorch's errors for bad arguments."""
     dim = input.ndim - 2
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -483,11 +524,8 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
     if output_size is None:  # the kernel's own rule: floor(in * scale), in double
         output_size = [int(input.shape[2 + i] * scales[i]) for i in range(dim)]
     kernel_mode = _KERNEL_MODE[mode] + ("-aa" if antialias else "")
-    if str(input.dtype) == "uint8" and kernel_mode not in ("nearest", "nearest-exact"):
-        return _resize_uint8(input, [int(v) for v in output_size], mode, kernel_mode,
-                             bool(align_corners), scales)
-    return _v.upsample(input, [int(v) for v in output_size], kernel_mode,
-                       bool(align_corners), _v.encode_scales(scales))
+    return (tuple(int(v) for v in output_size), kernel_mode, bool(align_corners),
+            _v.encode_scales(scales))
 
 
 def _resize_uint8(input: Tensor, output_size: list[int], mode: str, kernel_mode: str,
