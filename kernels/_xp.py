@@ -96,12 +96,17 @@ def _short_rows(x: Any, axis: Any) -> bool:
     return type(axis) is int and (axis == -1 or axis == x.ndim - 1)
 
 
+def _row_sums(x: np.ndarray, keepdims: bool) -> np.ndarray:
+    """Sums over the last axis as one matvec with ones (BLAS)."""
+    out = x @ np.ones(x.shape[-1], x.dtype)
+    return out[..., None] if keepdims else out
+
+
 def _sum(x: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False,
          **kw: Any) -> Any:
-    """``np.sum``; over a short last axis, one matvec with ones (BLAS)."""
+    """``np.sum``; over a short last axis, :func:`_row_sums`."""
     if dtype is None and not kw and _short_rows(x, axis):
-        out = x @ np.ones(x.shape[-1], x.dtype)
-        return out[..., None] if keepdims else out
+        return _row_sums(x, keepdims)
     return np.sum(x, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
 
 
@@ -122,10 +127,12 @@ _max, _min = _extreme(np.maximum, np.max), _extreme(np.minimum, np.min)
 def _mean(x: np.ndarray, axis: Any = None, dtype: Any = None, keepdims: bool = False,
           **kw: Any) -> np.ndarray:
     """``np.mean`` of a float array without its Python wrapper (~3.5 us a call): the sum
-    (:func:`_sum`), divided by the count in the array's dtype, as XLA does."""
+    (``add.reduce``, or :func:`_row_sums` over a short last axis), divided by the count in
+    the array's dtype, as XLA does."""
     if dtype is not None or x.dtype.kind not in "fc" or kw:
         return np.mean(x, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
-    total = np.asarray(_sum(x, axis=axis, keepdims=keepdims))
+    total = _row_sums(x, keepdims) if _short_rows(x, axis) else \
+        np.add.reduce(x, axis=axis, keepdims=keepdims)
     return np.divide(total, x.size // total.size if total.size else 1, dtype=total.dtype)
 
 

@@ -660,19 +660,12 @@ swapaxes = swapdims = transpose
 
 def permute(input: Tensor, dims: Sequence[int]) -> Tensor:
     dims = list(dims)
-    out = _host_view(S.permute, input, (dims,), lambda a: a.transpose(_perm(dims, a.ndim)))
+    out = _host_view(S.permute, input, (dims,),
+                     lambda a: a.transpose(S.permutation(dims, a.ndim)))
     out = S.permute(input, dims) if out is None else out  # validates the dims
     order = [wrap_dim(d, input.ndim) for d in dims]
     back = sorted(builtins.range(len(order)), key=order.__getitem__)  # the inverse permutation
     return view_of(out, input, lambda b, v: S.permute(v, back))
-
-
-def _perm(dims: list, ndim: int) -> list:
-    """``dims`` as numpy's transpose takes them, or ValueError where PyTorch raises."""
-    order = [d + ndim if -ndim <= d < 0 else d for d in dims]
-    if len(order) != ndim or sorted(order) != list(builtins.range(ndim)):
-        raise ValueError(dims)
-    return order
 
 
 def t(input: Tensor) -> Tensor:

@@ -210,6 +210,15 @@ def _check_indices(w: Any, idx: Any, *rest: Any, **kwargs: Any) -> None:
         raise error(a.min() if a.min() < 0 else a.max())
 
 
+def _add_rows_at(base: Any, flat: Any, rows: Any) -> Any:
+    """``base`` with ``rows`` added at row indices ``flat``: ``.at[].add`` in jax, numpy's
+    :func:`.indexing.add_rows` (in place; numpy has no ``.at``) on the host tier."""
+    if type(base) is np.ndarray:
+        add_rows(base, flat, rows)
+        return base
+    return base.at[flat].add(rows)
+
+
 def _embedding_grad(g: Any, idx: Any, num_weights: int, padding_idx: int = -1,
                     scale_grad_by_freq: bool = False) -> Any:
     """PyTorch's embedding_dense_backward: each output gradient row added into the weight row
@@ -219,24 +228,10 @@ def _embedding_grad(g: Any, idx: Any, num_weights: int, padding_idx: int = -1,
     if padding_idx >= 0:
         rows = jnp.where((flat == padding_idx)[:, None], jnp.zeros((), g.dtype), rows)
     if scale_grad_by_freq:
-        counts = jnp.zeros((num_weights,), g.dtype).at[flat].add(1)
+        counts = _add_rows_at(jnp.zeros((num_weights,), g.dtype), flat,
+                              jnp.ones(flat.shape, g.dtype))
         rows = rows / counts[flat][:, None]
-    return jnp.zeros((num_weights, g.shape[-1]), g.dtype).at[flat].add(rows)
-
-
-def _host_embedding_grad(g: np.ndarray, idx: np.ndarray, num_weights: int,
-                         padding_idx: int = -1, scale_grad_by_freq: bool = False) -> np.ndarray:
-    """:func:`_embedding_grad` on numpy (which has no ``.at``): the rows summed per index."""
-    flat = idx.reshape(-1)
-    rows = g.reshape(flat.shape[0], g.shape[-1])
-    if padding_idx >= 0:
-        rows = np.where((flat == padding_idx)[:, None], g.dtype.type(0), rows)
-    if scale_grad_by_freq:
-        counts = np.bincount(flat, minlength=num_weights).astype(g.dtype)
-        rows = rows / counts[flat][:, None]
-    out = np.zeros((num_weights, g.shape[-1]), g.dtype)
-    add_rows(out, flat, rows)
-    return out
+    return _add_rows_at(jnp.zeros((num_weights, g.shape[-1]), g.dtype), flat, rows)
 
 
 def _embedding_grad_rule(g: Any, idx: Any, num_weights: int, padding_idx: int = -1,
@@ -259,7 +254,7 @@ def _embedding_grad_backward(gg: Any, g: Any, idx: Any, num_weights: int, paddin
 embedding_dense_backward = defop(
     "embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, "
     "int padding_idx=-1, bool scale_grad_by_freq=False) -> Tensor",
-    _embedding_grad, host=_host_embedding_grad, shape=_embedding_grad_rule, save=("indices",),
+    _embedding_grad, host=True, shape=_embedding_grad_rule, save=("indices",),
     backward=_embedding_grad_backward)
 
 

@@ -83,7 +83,8 @@ sum_to_size = defop("sum_to_size(Tensor self, SymInt[] size) -> Tensor", _sum_to
 
 
 # -- permuting and (un)squeezing ----------------------------------------------------------------
-def _perm(dims: Any, ndim: int) -> tuple[int, ...]:
+def permutation(dims: Any, ndim: int) -> tuple[int, ...]:
+    """``dims`` of a permute as non-negative axes, with PyTorch's error for a wrong count."""
     if len(dims) != ndim:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
                            f"not match the length of the desired ordering of dimensions i.e. "
@@ -99,10 +100,10 @@ def _inverse(perm: tuple[int, ...]) -> list[int]:
 
 
 permute = defop("permute(Tensor self, int[] dims) -> Tensor",
-                lambda x, dims: jnp.transpose(x, _perm(dims, x.ndim)),
-                shape=lambda x, dims: TensorMeta(tuple(x.shape[d] for d in _perm(dims, x.ndim)),
+                lambda x, dims: jnp.transpose(x, permutation(dims, x.ndim)),
+                shape=lambda x, dims: TensorMeta(tuple(x.shape[d] for d in permutation(dims, x.ndim)),
                                                  x.dtype),
-                host=True, cost="stream", save=(), backward=lambda g, x, dims, out: g.permute(_inverse(_perm(dims, x.ndim))))
+                host=True, cost="stream", save=(), backward=lambda g, x, dims, out: g.permute(_inverse(permutation(dims, x.ndim))))
 
 
 def _swap(shape: tuple, a: int, b: int) -> tuple:
