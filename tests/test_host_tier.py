@@ -683,3 +683,44 @@ def test_short_row_reductions_equal_numpys(dtype: type) -> None:
     for k in want:
         assert got[k].dtype == acg.tensor(want[k]).dtype, k
         np.testing.assert_allclose(got[k].numpy(), want[k], **tol, err_msg=k)
+
+
+def test_compiled_backward_reads_host_saved_values_without_moving_them() -> None:
+    """A cached compiled backward takes shapes and dtypes of host-tier saved values from
+    the numpy arrays themselves (the program call moves them, not the cache lookup); the
+    same graph with a saved value already on the device hits the same program; gradients
+    equal eager's."""
+    from autograd_compile.compiled_autograd import counters
+    rng = np.random.default_rng(3)
+    x0, w0 = rng.standard_normal((4, 6)).astype(np.float32), rng.standard_normal((6, 5))
+    w0 = w0.astype(np.float32)
+
+    def grads(compiled: bool, move: bool) -> tuple[np.ndarray, np.ndarray, object]:
+        x, w = acg.tensor(x0, requires_grad=True), acg.tensor(w0, requires_grad=True)
+        h = (x @ w).tanh()  # saved by the product below: a host value
+        assert type(h._store) is np.ndarray
+        if move:
+            h.__jax_array__()  # now a device value: the same key
+        ctx = acg.compiled_autograd.enable("jax") if compiled else _nullcontext()
+        with ctx:
+            (h * h).mean().backward()
+        return x.grad.numpy(), w.grad.numpy(), type(h._store)
+
+    want = grads(False, False)
+    acg.compiled_autograd.reset()
+    for step in range(4):
+        got = grads(True, False)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-6, atol=1e-7)
+        assert got[2] is np.ndarray or not step  # a hit's lookup did not move it
+    moved = grads(True, True)
+    np.testing.assert_allclose(moved[0], want[0], rtol=1e-6, atol=1e-7)
+    assert counters["captures"] == 1 and counters["cache_hits"] == 4
+
+
+class _nullcontext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None

@@ -29,13 +29,15 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from ..autograd.derivatives import OpNode
 from ..autograd.node import AccumulateGrad, Node, TensorMeta, gradient_edge
 from ..autograd.saved import UNPACK_OVERRIDE, SavedVariable
 from ..fx.graph_module import compile_forward
 from ..kernels._xp import _ARRAY
 from ..tensor import Tensor
-from .collect import _CONSTS, _arg_flags, _lifts_int
+from .collect import _CONSTS, _arg_flags, _lifts_int, array_meta
 
 # a node other than an accumulator has hooks: the generic walk hands the graph over
 HOOKED = "n._tensor_hooks or n._retained or n._pre_hooks or n._post_hooks"
@@ -93,12 +95,13 @@ def write_tensor(c: Writer, t: Tensor, var: str) -> None:
     """``var`` (a tensor) has ``t``'s class, dtype, shape and requires_grad: Collector's
     aval branch, so only classes that keep Tensor's shape and dtype."""
     cls = type(t)
-    aval = getattr(t._data, "aval", None)
+    aval = array_meta(t)
     if cls.shape is not Tensor.shape or cls.dtype is not Tensor.dtype or aval is None:
         raise Unsupported(f"tensor class {cls.__name__}")
     c.fail_if(f"type({var}) is not {c.const(cls)}")
     c.emit(f"a = {var}._store")  # ``_data`` without the property call where it is jax's
-    c.emit(f"a = (a if type(a) is {c.const(_ARRAY)} else {var}._data).aval")
+    c.emit(f"a = a if type(a) is {c.const(np.ndarray)} else "  # array_meta, inlined
+           f"(a if type(a) is {c.const(_ARRAY)} else {var}._data).aval")
     c.fail_if(f"a.shape != {c.const(_plain_shape(aval.shape))} or a.dtype != "
               f"{c.const(aval.dtype)} or {var}._requires_grad is not {t._requires_grad!r}")
     c.emit(f"inputs.append({var})")
