@@ -116,6 +116,25 @@ def _call(fn: Callable, values: list, names: list, kwonly: list) -> Any:
 
 # -- backward by jax.vjp -----------------------------------------------------------------------
 
+def vjp_formula(schema: str, fn: Callable, diff: Iterable[str], static: Iterable[str] = ()
+                ) -> Callable:
+    """The backward formula :func:`jaxop` gives its ops, for an op defined with
+    :func:`._defop.defop` itself (say, a fused backward kernel that also runs on the host):
+    gradients for the Tensor arguments named in ``diff`` by ``jax.vjp`` of ``fn``.
+
+    >>> import autograd_compile as acg
+    >>> from autograd_compile.kernels._defop import defop
+    >>> s = "bridge_doc_square(Tensor self) -> Tensor"
+    >>> sq = defop(s, lambda x: x * x, backward=vjp_formula(s, lambda x: x * x, ["self"]))
+    >>> x = acg.tensor([3.0], requires_grad=True)
+    >>> sq(x).sum().backward(); x.grad.tolist()
+    [6.0]
+    """
+    parsed = parse_schema(schema, default_namespace="acg")
+    name = parsed.qualified_name.split("::")[1]
+    return _formula(name, schema, fn, parsed, tuple(diff), tuple(static))
+
+
 def _formula(name: str, schema: str, fn: Callable, parsed: Any, wrt: tuple, static: tuple
              ) -> Callable:
     """The forward op's backward formula: calls ``<name>_backward`` (made on first use)."""

@@ -12,16 +12,14 @@ from typing import Any
 import jax
 
 from autograd_compile import runtime_checks
-from autograd_compile.dispatch.keys import TLS
 from autograd_compile.tracing.fake import TensorMeta
 
+from ._bridge import vjp_formula
 from ._defop import defop, reduce_grad
 from ._dtypes import FLOAT32, as_dtype, category, is_float, promote, to_float
 from ._host import check_values
 from ._shapes import broadcast_shapes, numel, shapes_equal, wrap_dim
-from .elementwise import ne, wants, where
-from .factories import zeros_like
-from .indexing import index, scatter_add
+from .elementwise import wants
 from .linalg import _cannot_multiply, _same_dtype, matmul, matmul_grads
 from ._xp import jnp, lax, special
 
@@ -151,33 +149,22 @@ def _ln_grad_rule(g: Any, x: Any, shape: Any, w: Any = None, eps: float = 1e-5) 
             TensorMeta(tail, x.dtype))
 
 
-layer_norm_backward = defop(
-    "layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, "
-    "Tensor? weight=None, float eps=1e-05) -> (Tensor, Tensor, Tensor)",
-    _ln_grad, host=True, shape=_ln_grad_rule)
+_LN_BACKWARD = ("layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, "
+                "Tensor? weight=None, float eps=1e-05) -> (Tensor, Tensor, Tensor)")
+# differentiable itself (create_graph): its backward is jax.vjp of the same kernel
+layer_norm_backward = defop(_LN_BACKWARD, _ln_grad, host=True, shape=_ln_grad_rule,
+                            backward=vjp_formula(_LN_BACKWARD, _ln_grad,
+                                                 ("grad_out", "input", "weight")))
 
 
 def _layer_norm_backward(g: Any, x: Any, shape: Any, w: Any, b: Any, eps: float,
                          out: Any) -> tuple:
-    """One op (:data:`layer_norm_backward`), or, where the backward itself is recorded
-    (create_graph), the same formula in differentiable ops."""
+    """One op, :data:`layer_norm_backward` (under create_graph too: it has a derivative)."""
     if not (wants(x) or wants(w)):  # only the bias: x was not saved
         return None, None, reduce_grad(g, b) if wants(b) else None
-    if not TLS.grad_enabled:
-        # (w is saved only where the input's gradient reads it: gw = sum(g * xhat) does not)
-        gx, gw, gb = layer_norm_backward(g, x, shape, w if wants(x) else None, eps)
-        return gx if wants(x) else None, gw if wants(w) else None, gb if wants(b) else None
-    gb = reduce_grad(g, b) if wants(b) else None
-    dims = list(_ln_dims(x, shape))
-    xc = x - x.mean(dims, keepdim=True)
-    rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
-    xhat = xc * rstd
-    gw = reduce_grad(g * xhat, w) if wants(w) else None
-    if not wants(x):
-        return None, gw, gb
-    gh = g if w is None else g * w
-    gx = rstd * (gh - gh.mean(dims, keepdim=True) - xhat * (gh * xhat).mean(dims, keepdim=True))
-    return gx, gw, gb
+    # (w is saved only where the input's gradient reads it: gw = sum(g * xhat) does not)
+    gx, gw, gb = layer_norm_backward(g, x, shape, w if wants(x) else None, eps)
+    return gx if wants(x) else None, gw if wants(w) else None, gb if wants(b) else None
 
 
 _NORM_SAVES = {"input": ("input", "weight"), "weight": ("input",)}  # bias: nothing
@@ -300,33 +287,21 @@ def _ce_grad(g: Any, x: Any, t: Any, w: Any = None, reduction: str = "mean",
     return (dlogp - _softmax(x, c) * jnp.sum(dlogp, c, keepdims=True)).astype(x.dtype)
 
 
+_CE_BACKWARD = ("cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, "
+                "Tensor? weight=None, str reduction='mean', int ignore_index=-100, "
+                "float label_smoothing=0.0) -> Tensor")
+# differentiable itself (create_graph): its backward is jax.vjp of the same kernel
 cross_entropy_backward = defop(
-    "cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, "
-    "str reduction='mean', int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
-    _ce_grad, host=True, shape=lambda g, x, *a, **k: TensorMeta(tuple(x.shape), x.dtype))
+    _CE_BACKWARD, _ce_grad, host=True, shape=lambda g, x, *a, **k: TensorMeta(tuple(x.shape), x.dtype),
+    backward=vjp_formula(_CE_BACKWARD, _ce_grad, ("grad_output", "self")))
 
 
 def _ce_backward(g: Any, x: Any, t: Any, w: Any, reduction: str, ignore_index: int,
                  ls: float, out: Any) -> tuple:
-    """One op (:data:`cross_entropy_backward`), or, where the backward itself is recorded
-    (create_graph), the same formula in differentiable ops."""
+    """One op, :data:`cross_entropy_backward` (under create_graph too: it has a derivative)."""
     if w is not None and w.requires_grad:
         raise RuntimeError("the derivative for 'weight' of cross_entropy is not implemented")
-    if not TLS.grad_enabled:
-        return cross_entropy_backward(g, x, t, w, reduction, ignore_index, ls), None, None
-    c = 1 if x.ndim > 1 else 0
-    valid = ne(t, ignore_index)
-    ts = where(valid, t, 0)
-    wt = valid.to(x.dtype) if w is None else index(w, [ts]) * valid
-    gs = g if reduction == "none" else g.expand(t.shape)
-    if reduction == "mean":
-        total = wt.sum()
-        gs = gs / where(total == 0, 1.0, total)
-    picked = (gs * wt * -(1 - ls)).unsqueeze(c)
-    dlogp = scatter_add(zeros_like(x), c, ts.unsqueeze(c), picked)
-    wc = 1 if w is None else w.reshape([-1] + [1] * (x.ndim - c - 1))  # smoothing: ls may be
-    dlogp = dlogp - (gs * valid).unsqueeze(c) * wc * (ls / x.shape[c])  # lifted, no branch
-    return dlogp - x.softmax(c) * dlogp.sum(c, keepdim=True), None, None
+    return cross_entropy_backward(g, x, t, w, reduction, ignore_index, ls), None, None
 
 
 cross_entropy = defop("cross_entropy(Tensor self, Tensor target, Tensor? weight=None, "

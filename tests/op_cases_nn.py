@@ -260,7 +260,7 @@ LOSSES = [
     Case("cross_entropy_spatial_ignore2_sum", lambda x, t: F.cross_entropy(
         x, t, ignore_index=2, reduction="sum", label_smoothing=0.1),
         lambda x, t: _ce_index_ref(x, t, reduction="sum", ignore=2, ls=0.1),
-        (T(2, 3, 2, 2), V([[[0, 2], [0, 1]], [[2, 2], [1, 0]]], "int"))),
+        (T(2, 3, 2, 2), V([[[0, 2], [0, 1]], [[2, 2], [1, 0]]], "int")), double=True),
     Case("cross_entropy_probs_spatial_weight_ls", lambda x, p, w: F.cross_entropy(
         x, p, w, label_smoothing=0.2), lambda x, p, w: _ce_prob_ref(x, p, w, ls=0.2),
         (T(2, 3, 2, 2), P(2, 3, 2, 2), C(3))),

@@ -393,8 +393,8 @@ def test_layer_norm_gradient_is_one_op_and_matches_numeric(affine, tier) -> None
 
 
 def test_layer_norm_gradient_in_every_mode_and_twice(mode) -> None:
-    """Every mode; a create_graph backward records the formula in ops: its gradient (second
-    order) against jax.grad of jax.grad."""
+    """Every mode; a create_graph backward records the fused layer_norm_backward op, whose
+    own derivative is jax.vjp of its kernel: second order against jax.grad of jax.grad."""
     rng = np.random.default_rng(5)
     x0, w0 = rng.standard_normal((3, 5)), rng.standard_normal(5)
     x, w = _leaf(x0), _leaf(w0)

@@ -321,7 +321,7 @@ CASES = [
     Case("layer_norm", lambda x, w, b: F.layer_norm(x, 4, w, b),
          lambda x, w, b: _ln_ref(x, (4,), w, b), (T(3, 4), T(4), T(4)), double=True),
     Case("layer_norm_2d_plain", lambda x: F.layer_norm(x, (3, 4), eps=1e-3),
-         lambda x: _ln_ref(x, (3, 4), eps=1e-3), (T(2, 3, 4),)),
+         lambda x: _ln_ref(x, (3, 4), eps=1e-3), (T(2, 3, 4),), double=True),
     Case("rms_norm", lambda x, w: F.rms_norm(x, 4, w, 1e-3), lambda x, w: _rms_ref(x, (4,), w, 1e-3),
          (T(3, 4), T(4)), double=True),
     Case("rms_norm_2d_default_eps", lambda x: F.rms_norm(x, (3, 4)),
