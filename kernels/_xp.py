@@ -80,14 +80,17 @@ def _asarray(x: Any, dtype: Any = None, **kw: Any) -> np.ndarray:
 
 
 # numpy reduces a short last axis row by row: a sum over 512 rows of 27 floats takes 17 us
-# and a max 50, where a matvec with ones takes 3 and a max over the transposed copy 10
-_SHORT_ROW = 256
+# and a max 50, where a matvec with ones takes 3 and a max over the transposed copy 10. The
+# matvec wins up to rows of 256; the transposed max only up to 64 (512 rows of 8: 50 us ->
+# 8; of 32: 76 -> 28; of 64: about even; of 128: 83 -> 126, the copy costs more)
+_SHORT_ROW, _SHORT_EXTREME = 256, 64
 
 
-def _short_rows(x: Any, axis: Any) -> bool:
-    """``axis`` is exactly the last axis of a float array of many short rows."""
+def _short_rows(x: Any, axis: Any, longest: int = _SHORT_ROW) -> bool:
+    """``axis`` is exactly the last axis of a float array of many rows of ``longest`` or
+    fewer elements."""
     if type(x) is not np.ndarray or x.ndim < 2 or x.dtype.kind != "f" or \
-            x.shape[-1] > _SHORT_ROW or x.size < 256:
+            x.shape[-1] > longest or x.size < 256:
         return False
     if type(axis) is tuple:
         if len(axis) != 1:
@@ -96,9 +99,19 @@ def _short_rows(x: Any, axis: Any) -> bool:
     return type(axis) is int and (axis == -1 or axis == x.ndim - 1)
 
 
+_ONES: dict[tuple, np.ndarray] = {}  # (length, dtype) -> read-only ones for _row_sums
+
+
 def _row_sums(x: np.ndarray, keepdims: bool) -> np.ndarray:
     """Sums over the last axis as one matvec with ones (BLAS)."""
-    out = x @ np.ones(x.shape[-1], x.dtype)
+    key = (x.shape[-1], x.dtype)
+    ones = _ONES.get(key)
+    if ones is None:
+        if len(_ONES) > 256:
+            _ONES.clear()
+        ones = _ONES[key] = np.ones(key[0], key[1])
+        ones.flags.writeable = False
+    out = x @ ones
     return out[..., None] if keepdims else out
 
 
@@ -114,8 +127,9 @@ def _extreme(ufunc: np.ufunc, whole: Callable) -> Callable:
     def reduce(x: Any, axis: Any = None, keepdims: bool = False, **kw: Any) -> Any:
         """``np.max``/``np.min``; over a short last axis, across the rows of the transposed
         copy (NaN propagates as in numpy's own)."""
-        if not kw and _short_rows(x, axis):
-            out = ufunc.reduce(np.ascontiguousarray(np.moveaxis(x, -1, 0)), axis=0)
+        if not kw and _short_rows(x, axis, _SHORT_EXTREME):
+            rows = x.reshape(-1, x.shape[-1])  # a view where x is contiguous
+            out = ufunc.reduce(np.ascontiguousarray(rows.T), axis=0).reshape(x.shape[:-1])
             return out[..., None] if keepdims else out
         return whole(x, axis=axis, keepdims=keepdims, **kw)
     return reduce

@@ -659,24 +659,28 @@ def test_views_of_plain_host_tensors_are_numpy_views(mode: object) -> None:
     assert y.flatten()[:5].tolist() == [0.0, 0.0, 0.0, 0.0, float(x0.flat[4])]
 
 
+@pytest.mark.parametrize("n", [27, 64, 65])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_short_row_reductions_equal_numpys(dtype: type) -> None:
+def test_short_row_reductions_equal_numpys(dtype: type, n: int) -> None:
     """Over a short last axis the host's sum (a matvec), max and min (over the transposed
-    copy), mean, softmax and log_softmax equal numpy's own reductions; NaN and inf propagate
-    as there; other axes and long rows keep numpy's path."""
+    copy, for rows of up to 64), mean, softmax and log_softmax equal numpy's own reductions,
+    of contiguous arrays and of a transposed view; NaN and inf propagate as there; other
+    axes and long rows keep numpy's path."""
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((64, 8, 27)).astype(dtype)
+    x = rng.standard_normal((64, 8, n)).astype(dtype)
     x[3, 2, 5], x[7, 1, 0], x[9, 0, 3] = np.nan, np.inf, -np.inf
     tol = dict(rtol=1e-5 if dtype == np.float32 else 1e-12, atol=0)
     t = acg.tensor(x)
     with _xp.forced("host"):
         got = {"sum": t.sum(-1), "sumk": t.sum(2, keepdim=True), "max": t.amax(-1),
                "min": t.amin(-1, keepdim=True), "mean": t.mean(-1), "sum0": t.sum(0),
-               "softmax": t.softmax(-1), "log_softmax": t.log_softmax(-1)}
+               "softmax": t.softmax(-1), "log_softmax": t.log_softmax(-1),
+               "maxT": t.transpose(0, 1).amax(-1), "minT": t.transpose(0, 1).amin(-1)}
     with np.errstate(all="ignore"):
         e = np.exp(x - x.max(-1, keepdims=True))
         want = {"sum": x.sum(-1), "sumk": x.sum(2, keepdims=True), "max": x.max(-1),
                 "min": x.min(-1, keepdims=True), "mean": x.mean(-1), "sum0": x.sum(0),
+                "maxT": x.transpose(1, 0, 2).max(-1), "minT": x.transpose(1, 0, 2).min(-1),
                 "softmax": e / e.sum(-1, keepdims=True),
                 "log_softmax": x - x.max(-1, keepdims=True)
                 - np.log(np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True))}
