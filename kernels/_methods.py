@@ -248,7 +248,7 @@ def _plain_binary(np_fn: Callable, name: str, x: Any, y: Any, op: Any = None,
     if grad and (op is None or TLS.excluded):  # (an excluded key: the dispatcher decides)
         return None
     try:
-        with np.errstate(all="ignore"):  # IEEE results, as XLA gives, without warnings
+        with _xp.quiet():  # IEEE results, as XLA gives, without warnings
             out = np_fn(a, b)
     except Exception:  # an int outside the dtype, shapes that do not broadcast: the op
         return None  # path gives PyTorch's answer or error
