@@ -146,9 +146,13 @@ def _sdpa_backward(g: tuple, q: Any, k: Any, v: Any, mask: Any, rng: Any, dropou
 
 _SDPA_ARGS = ("Tensor? attn_mask=None, Tensor? rng=None, float dropout_p=0.0, "
               "bool is_causal=False, float? scale=None")
+# hyperparameters, not data: compile-time values, so the shape rule runs once per program
+# (a traced float makes it run on every call) and the host tier keys on them
+_SDPA_STATIC = ("dropout_p", "scale")
 sdpa = defop(f"scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, "
              f"{_SDPA_ARGS}) -> (Tensor, Tensor)", _sdpa, shape=_sdpa_rule, check=True,
-             save=("query", "key", "value", "attn_mask", "rng", "out"), backward=_sdpa_backward)
+             static=_SDPA_STATIC, save=("query", "key", "value", "attn_mask", "rng", "out"),
+             backward=_sdpa_backward)
 # the same computation where no gradient flows (generation, evaluation): numpy runs it at
 # small sizes (a new length compiles nothing); with a gradient, forward and backward both
 # stay in XLA, so a training step's eager and compiled rounding stay alike
@@ -161,8 +165,7 @@ def _sdpa_host(q: Any, k: Any, v: Any, mask: Any = None, rng: Any = None,
         raise HostUnsupported("dropout")
     s = _scores(q, k, mask, False, scale)
     if is_causal:  # top-left aligned lower triangle: above it -inf
-        above = np.arange(s.shape[-2])[:, None] < np.arange(s.shape[-1])
-        np.copyto(s, -np.inf, where=above)  # (a boolean index assignment costs 8x this)
+        np.copyto(s, -np.inf, where=_above(*s.shape[-2:]))  # (a boolean index: 8x this)
     m = s.max(-1, keepdims=True)
     np.copyto(m, 0, where=~np.isfinite(m))  # a fully masked row: exp gives zeros, its lse -inf
     s -= m
@@ -173,14 +176,28 @@ def _sdpa_host(q: Any, k: Any, v: Any, mask: Any = None, rng: Any = None,
     return np.matmul(s, v.astype(s.dtype, copy=False)).astype(q.dtype, copy=False), lse
 
 
+_ABOVE: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _above(rows: int, cols: int) -> np.ndarray:
+    """The causal mask's masked entries (above the diagonal), read-only, made once a shape."""
+    mask = _ABOVE.get((rows, cols))
+    if mask is None:
+        if len(_ABOVE) > 1024:
+            _ABOVE.clear()
+        mask = _ABOVE[rows, cols] = np.arange(rows)[:, None] < np.arange(cols)
+        mask.flags.writeable = False
+    return mask
+
+
 sdpa_nograd = defop(f"scaled_dot_product_attention_nograd(Tensor query, Tensor key, "
                     f"Tensor value, {_SDPA_ARGS}) -> (Tensor, Tensor)", _sdpa, host=_sdpa_host,
-                    shape=_sdpa_rule, check=True)
+                    shape=_sdpa_rule, check=True, static=_SDPA_STATIC)
 # its own op (one program); no derivative registered: double backward raises, naming it
 sdpa_backward = defop(f"scaled_dot_product_attention_backward(Tensor grad_out, Tensor grad_lse, "
                       f"Tensor query, Tensor key, Tensor value, Tensor out, Tensor lse, "
                       f"{_SDPA_ARGS}, bool mask_grad=False) -> (Tensor, Tensor, Tensor, Tensor)",
-                      _sdpa_bwd, shape=_sdpa_bwd_rule)
+                      _sdpa_bwd, shape=_sdpa_bwd_rule, static=_SDPA_STATIC)
 
 
 # -- embedding --------------------------------------------------------------------------------
