@@ -42,7 +42,7 @@ from ._defop import HOST_UNARY
 from ._jit import clear_programs
 from ._shapes import infer_size
 from ._shapes import numel as _numel
-from ._shapes import shapes_equal, wrap_dim
+from ._shapes import shapes_equal, split_sizes, wrap_dim
 from .views import as_shape_of, view_of
 from ._transfer import to_device as _to_device  # [evdata] issue 19: tensors from host data
 
@@ -308,7 +308,7 @@ def _host_unary(op: Any, twin: Callable, stat: str, x: Any) -> Tensor | None:
             (x._requires_grad and TLS.excluded):
         return None
     try:
-        with np.errstate(all="ignore"):  # IEEE results, as XLA gives, without warnings
+        with _xp.quiet():  # IEEE results, as XLA gives, without warnings
             out = np.asarray(twin(a))  # (a 0-d input gives a numpy scalar)
     except Exception:  # numpy cannot: the op path decides (and raises what it raises)
         return None
@@ -719,9 +719,12 @@ def _host_join(np_join: Callable, tensors: Sequence[Any], dim: Any, new_dim: int
         return None
     # set comprehensions, not one loop of checks: a collate stacks dozens of tensors
     arrays = [t._store for t in tensors if type(t) is Tensor and not t._requires_grad]
-    if len(arrays) != len(tensors) or {type(a) for a in arrays} != _NDARRAY_ONLY or \
-            len({a.dtype for a in arrays}) != 1:
+    if len(arrays) != len(tensors) or len({a.dtype for a in arrays}) != 1:
         return None  # (anything else, a promotion included: the op's answer and errors)
+    if {type(a) for a in arrays} != _NDARRAY_ONLY:  # a small CPU result of a program (a
+        arrays = _host_arrays(arrays)  # sample beside the prompt): read as numpy views
+        if arrays is None:
+            return None
     first, shapes = arrays[0], {a.shape for a in arrays}
     if (new_dim and len(shapes) != 1) or (0,) in shapes:  # unequal stacks: the op's error;
         return None  # legacy empty 1-d tensors, which PyTorch's cat skips: the op knows
@@ -738,6 +741,15 @@ def _host_join(np_join: Callable, tensors: Sequence[Any], dim: Any, new_dim: int
         return None
     out.setflags(write=False)
     return _make(out)
+
+
+def _host_arrays(arrays: list) -> list | None:
+    """numpy views of ``arrays`` where each is numpy or a jax CPU array the host tier reads
+    (a host-tier size); else None."""
+    if builtins.sum(a.size for a in arrays) > _xp.HOST_MAX_ELEMENTS or \
+            _xp.host_sig(arrays) is None:
+        return None
+    return [a if type(a) is np.ndarray else np.asarray(a) for a in arrays]
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -757,9 +769,41 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
     """Pieces of ``split_size`` (the last may be smaller) or of the given sizes."""
-    if isinstance(split_size_or_sections, (list, tuple)):
-        return _pieces(S.split_with_sizes(tensor, list(split_size_or_sections), dim), tensor, dim)
-    return _pieces(S.split(tensor, split_size_or_sections, dim), tensor, dim)
+    outs = _host_split(tensor, split_size_or_sections, dim)
+    if outs is None and isinstance(split_size_or_sections, (list, tuple)):
+        outs = S.split_with_sizes(tensor, list(split_size_or_sections), dim)
+    elif outs is None:
+        outs = S.split(tensor, split_size_or_sections, dim)
+    return _pieces(outs, tensor, dim)
+
+
+def _host_split(x: Any, sizes: Any, dim: Any) -> tuple | None:
+    """split of a plain host tensor: numpy slice views of its value, shared as PyTorch's
+    pieces share storage, without the dispatcher (a 3-way split of a 1x44x96 activation:
+    34 -> ~10 us); with autograd history, the node split_with_sizes records. None: the op
+    path splits it (and raises PyTorch's errors)."""
+    if not _plain(x) or type(dim) is not int:
+        return None
+    a, grad = x._store, x._requires_grad
+    if type(a) is not np.ndarray or (grad and TLS.excluded) or not -a.ndim <= dim < a.ndim:
+        return None
+    d = dim % a.ndim
+    try:
+        sizes = [operator.index(s) for s in sizes] if isinstance(sizes, (list, tuple)) \
+            else split_sizes(a.shape[d], operator.index(sizes))
+    except Exception:
+        return None
+    if builtins.sum(sizes) != a.shape[d] or builtins.min(sizes) < 0:
+        return None
+    lead, start, outs = (slice(None),) * d, 0, []
+    for n in sizes:
+        outs.append(_make(a[lead + (slice(start, start + n),)]))  # read-only views
+        start += n
+    outs = tuple(outs)
+    _xp.STATS["split_with_sizes"] += 1
+    if grad and TLS.grad_enabled:
+        record(S.split_with_sizes, [x, sizes, dim], outs)
+    return outs
 
 
 def _pieces(outs: tuple, base: Tensor, dim: int) -> tuple:

@@ -88,7 +88,9 @@ class Generator:
     def next_key(self) -> Tensor:
         """A fresh PRNG key (uint32[2]) for one random op; advances the stream."""
         raw = int(self._bits.random_raw())  # one host draw: cheaper than a jax split
-        return _make(jnp.asarray(np.array([raw >> 32, raw & 0xFFFFFFFF], np.uint32)))
+        key = np.array([raw >> 32, raw & 0xFFFFFFFF], np.uint32)
+        key.flags.writeable = False  # a host value (kept as numpy: 2 us, where making a jax
+        return _make(key)  # array took 25; a program reading it moves it, as any host value)
 
 
 default_generator = Generator()
