@@ -728,3 +728,164 @@ class _nullcontext:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def _ran(fn: object, *args: object) -> tuple[object, set]:
+    """``fn(*args)`` and the (file, function) pairs it ran, from cProfile."""
+    import cProfile
+    import pstats
+    prof = cProfile.Profile()
+    out = prof.runcall(fn, *args)
+    return out, {(f, name) for (f, _, name) in pstats.Stats(prof).stats}  # type: ignore
+
+
+def _dispatched(ran: set) -> bool:
+    return any(f.endswith("kernels/_jit.py") or (f.endswith("dispatcher.py") and fn == "_run")
+               for f, fn in ran)
+
+
+def test_split_and_chunk_of_plain_host_tensors_are_numpy_views(mode: object) -> None:
+    """split/chunk of a plain host value are numpy slices sharing its read-only memory,
+    without the dispatcher; with history they record split_with_sizes' node (gradients
+    against jax.grad in every mode, hooks on the pieces run); bad sizes and dims raise the
+    op's PyTorch errors; an in-place write through a piece reaches the base."""
+    x0 = np.linspace(-2, 2, 42).reshape(2, 3, 7)
+
+    def pieces(x: acg.Tensor) -> list:
+        return [*x.split(3, 2), *x.split([1, 2], 1), *x.chunk(2, 0), *acg.split(x, 4, -1)]
+
+    x = acg.tensor(x0, requires_grad=True)
+    outs, ran = _ran(pieces, x)
+    assert not _dispatched(ran)
+    with acg.no_grad():
+        shared = pieces(acg.tensor(x0))
+    assert all(np.shares_memory(p._store, shared[0]._store.base) for p in shared)
+    assert not any(p._store.flags.writeable for p in shared)
+    with _xp.forced("xla"):
+        slow = pieces(acg.tensor(x0, requires_grad=True))
+    for fast, ref in zip(outs, slow, strict=True):
+        assert fast.shape == ref.shape and fast.grad_fn.name() == ref.grad_fn.name()
+        np.testing.assert_array_equal(fast.detach().numpy(), ref.detach().numpy())
+    seen: list[int] = []
+    outs[1].register_hook(lambda g: seen.append(1))
+    outs[4].register_hook(lambda g: seen.append(4))
+    with mode():
+        sum((p * (i + 1)).pow(2).sum() for i, p in enumerate(outs)).backward()
+
+    def reference(v):
+        parts = [v[..., :3], v[..., 3:6], v[..., 6:], v[:, :1], v[:, 1:], v[:1], v[1:],
+                 v[..., :4], v[..., 4:]]
+        return sum(((p * (i + 1)) ** 2).sum() for i, p in enumerate(parts))
+    np.testing.assert_allclose(x.grad.numpy(), np.asarray(jax.grad(reference)(jnp.asarray(x0))),
+                               rtol=1e-12)
+    assert sorted(seen) == [1, 4]
+    with pytest.raises(RuntimeError, match="split_with_sizes expects split_sizes to sum exactly"):
+        acg.tensor(x0).split([2, 2], 2)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        acg.tensor(x0).split(2, 3)
+    with pytest.raises(RuntimeError, match="split expects split_size be non-negative"):
+        acg.tensor(x0).split(-1, 2)
+    y = acg.tensor(x0)
+    y.split(3, 2)[1].zero_()  # through a fast-path piece, into its base
+    assert y[0, 0].tolist() == [float(x0[0, 0, 0]), float(x0[0, 0, 1]), float(x0[0, 0, 2]),
+                                0.0, 0.0, 0.0, float(x0[0, 0, 6])]
+
+
+def test_host_erf_is_xlas_formula() -> None:
+    """float32 erf (and so exact gelu) on the host evaluates XLA's own rational
+    approximation: within 6e-7 of XLA's at every float32 in [-6, 6], bit-equal on about
+    half of them (XLA fuses multiply-adds), NaN, +-inf and +-0 alike; float64 stays on XLA
+    (numpy has no full-precision erf)."""
+    x0 = np.concatenate([np.linspace(-6, 6, 200_001, dtype=np.float32),
+                         np.float32([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, 3.7, -4.0])])
+    x = acg.tensor(x0)
+    with _xp.forced("host"):
+        host = [x.erf(), F.gelu(x)]
+    with _xp.forced("xla"):
+        xla = [x.erf(), F.gelu(x)]
+    assert all(type(h._store) is np.ndarray for h in host)
+    for h, r, atol in zip(host, xla, (6e-7, 2e-6)):  # (gelu's 1 + erf cancels near -1)
+        h, r = h.numpy(), r.numpy()
+        assert h.dtype == r.dtype == np.float32
+        np.testing.assert_allclose(h, r, rtol=0, atol=atol, equal_nan=True)
+    assert np.mean(host[0].numpy() == xla[0].numpy()) > 0.4
+    assert np.array_equal(host[0].numpy()[-8:-3], xla[0].numpy()[-8:-3], equal_nan=True)
+    np.testing.assert_allclose(host[0].numpy(), jax.scipy.special.erf(x0.astype(np.float64)),
+                               rtol=0, atol=1e-6)  # and true erf, to float32's rounding
+    with _xp.forced("host"):
+        d = acg.tensor(x0[:50].astype(np.float64)).erf()
+    assert isinstance(d._store, jax.Array)
+
+
+def test_host_causal_attention_masks_as_xla() -> None:
+    """The host's causal attention masks with a cached read-only mask per length: each
+    length equals XLA's, and a NaN in a future key never reaches an earlier row (the row
+    that reads it is NaN in PyTorch; XLA's kernel zeroes such a row, a known difference)."""
+    from autograd_compile.kernels import attention
+    rng = np.random.default_rng(5)
+    for n in (3, 9, 9, 17):
+        q, k, v = (rng.standard_normal((1, 2, n, 4)).astype(np.float32) for _ in range(3))
+        k[0, 1, -1, 2] = np.nan  # the last position's key: only the last row reads it
+        args = [acg.tensor(a) for a in (q, k, v)]
+        with acg.no_grad(), _xp.forced("host"):
+            host = F.scaled_dot_product_attention(*args, is_causal=True).numpy()
+        with acg.no_grad(), _xp.forced("xla"):
+            xla = F.scaled_dot_product_attention(*args, is_causal=True).numpy()
+        np.testing.assert_allclose(host[..., :-1, :], xla[..., :-1, :], rtol=1e-5, atol=1e-6)
+        assert np.isfinite(host[..., :-1, :]).all()
+    mask = attention._above(9, 9)
+    assert mask is attention._above(9, 9) and not mask.flags.writeable
+    assert np.array_equal(mask, np.triu(np.ones((9, 9), bool), 1))
+
+
+def test_generator_keys_are_host_values_jax_reads_alike() -> None:
+    """A random op's key is a read-only host value (no jax array made per draw); draws equal
+    jax.random's from that key data, eagerly and in a compiled function."""
+    from autograd_compile.kernels.random import default_generator
+    acg.manual_seed(11)
+    key = default_generator.next_key()
+    assert type(key._store) is np.ndarray and key._store.dtype == np.uint32
+    assert not key._store.flags.writeable
+    acg.manual_seed(11)
+    got = acg.rand(6)
+    want = jax.random.uniform(jax.random.wrap_key_data(jnp.asarray(key._store)), (6,),
+                              np.float32)
+    np.testing.assert_array_equal(got.numpy(), np.asarray(want))
+    acg.manual_seed(11)
+    compiled = acg.compile(lambda x: x + acg.rand(6))(acg.zeros(6))
+    np.testing.assert_array_equal(compiled.numpy(), np.asarray(want))
+
+
+def test_cat_reads_small_program_results_on_the_host() -> None:
+    """cat of a host value and a small jax CPU result (a sampled token beside the prompt)
+    joins on numpy, without the dispatcher: the values, dtype and a host result."""
+    idx = acg.tensor(np.arange(6).reshape(1, 6))
+    with _xp.forced("xla"):
+        drawn = acg.tensor([[7]]) + 0  # an XLA program's result
+    assert isinstance(drawn._store, jax.Array)
+    out, ran = _ran(lambda: acg.cat((idx, drawn), dim=1))
+    assert not _dispatched(ran) and type(out._store) is np.ndarray
+    assert out.tolist() == [[0, 1, 2, 3, 4, 5, 7]] and out.dtype == acg.int64
+
+
+def test_op_by_op_runs_move_data_on_numpy_and_keep_composites_on_the_host() -> None:
+    """A compiled function at a shape run op by op: views, transposes and splits read numpy
+    slices directly (no kernel call), a composite op (split.Tensor) keeps host values (no
+    transfer to a jax array), and the results equal eager's."""
+    w = acg.randn(6)
+
+    def f(x):
+        a, b = (x * w).view(x.shape[0], 2, 3).transpose(1, 2).split(2, 1)
+        return a.reshape(x.shape[0], -1) + 1, b.softmax(1)
+    cf = acg.compile(f)
+    for n in (2, 3):  # the first shape compiles, the second retraces with a dynamic size
+        cf(acg.randn(n, 6))
+    acg.aot.counters.clear()
+    x = acg.randn(5, 6)
+    x._data  # the input on the device already, as a program's input is: nothing else moves
+    outs, ran = _ran(cf, x)
+    assert acg.aot.counters["eager_shapes"] == 1 and acg.aot.counters["compiles"] == 0
+    assert not any(f.endswith("kernels/_transfer.py") for f, _ in ran)  # nothing moved
+    assert all(type(o._store) is np.ndarray for o in outs)
+    for got, want in zip(outs, f(x), strict=True):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)

@@ -32,7 +32,7 @@ from ..fx import Graph, GraphModule
 from ..fx import Node as FxNode
 from ..tracing.proxy_tensor import sym_size
 from ..runtime_checks import CheckedProgram
-from ..tensor import Tensor, WantsDeviceValues, _make
+from ..tensor import Tensor, WantsDeviceValues, _make, _unwrap_stored
 from .escape import write_back
 from .partition import Parts
 from .trace import Joint
@@ -136,17 +136,39 @@ def _arg_loader(value: Any) -> Callable[[dict], Any]:
     return lambda env: _load(value, env)
 
 
+def _moves() -> frozenset:
+    """Ops that only move data (views, splits, slices): numpy gives XLA's bits at any size,
+    so op by op they run their kernel on numpy directly, without choosing a tier (~10 of a
+    ~13 us call). Indexing that checks bounds (select, gather...) is not among them."""
+    from ..kernels import indexing as I, shape as S
+    return frozenset({S.view, S.reshape, S.expand, S.permute, S.transpose, S.unsqueeze,
+                      S.squeeze, S.squeeze_dim, S.squeeze_dims, S.split_with_sizes, I.slice_op})
+
+
+_MOVES: frozenset = frozenset()
+
+
 def _call_op_eager(op: OpOverload, args: tuple, kwargs: dict) -> Any:
     """One op of a graph run op by op: a host-aware kernel takes and gives numpy arrays
     as eager tensors do (no copy to a jax array and back between ops); it asks for jax
     values where a program is worth it (:class:`WantsDeviceValues`)."""
+    global _MOVES
+    if not _MOVES:
+        _MOVES = _moves()
     kernel = op.kernels.get(DispatchKey.Backend)
+    if op in _MOVES and args and type(args[0]) is np.ndarray:
+        try:  # (the graph's shapes were checked when it was traced)
+            return _xp.host_call(kernel.fn.__wrapped__, args, kwargs, keep=True)
+        except Exception:  # numpy disagrees: the op's own path gives the answer or error
+            pass
     host = None if kernel is None else getattr(kernel.fn, "_acg_host", None)
     if host is not None:
         try:
             return host(*args, **kwargs)
         except WantsDeviceValues:
             args, kwargs = _as_jax(args), _as_jax(kwargs)
+    elif kernel is None:  # a composite (split.Tensor...): its ops on the host tier too
+        return _call_op(op, args, kwargs, _unwrap_stored)
     return _call_op(op, args, kwargs)
 
 

@@ -147,8 +147,9 @@ def _load(value: Any, env: dict) -> Any:
     return value
 
 
-def _call_op(op: OpOverload, args: tuple, kwargs: dict) -> Any:
-    """The op's own JAX kernel; composite ops run on Tensors wrapping tracers."""
+def _call_op(op: OpOverload, args: tuple, kwargs: dict, unwrap: Callable = _unwrap) -> Any:
+    """The op's own JAX kernel; composite ops run on Tensors wrapping tracers (or arrays),
+    their results read by ``unwrap`` (a graph run op by op keeps host values on the host)."""
     kernel = op.kernels.get(DispatchKey.Backend)
     if kernel is not None:
         return kernel.fn(*args, **kwargs)
@@ -158,7 +159,7 @@ def _call_op(op: OpOverload, args: tuple, kwargs: dict) -> Any:
         out = op(*wrapped, **_wrap(kwargs))
     finally:
         TLS.grad_enabled = prev
-    return _unwrap(out)
+    return unwrap(out)
 
 
 def _write(fn: Callable, leaf: Tensor, grad: Any, plain: bool) -> None:
