@@ -227,33 +227,15 @@ def _plain_binary(np_fn: Callable, name: str, x: Any, y: Any, op: Any = None,
     and saved values are the op path's; ``reflected``: the op is ``op(y, x)``."""
     if not A._plain(x):
         return None
-    grad = x._requires_grad
-    a = x._store
-    if type(a) is not np.ndarray or a.dtype.kind not in "fiu":
-        return None
+    grad, b = x._requires_grad, y
     if isinstance(y, Tensor):
         if y._acg_keys != A._PLAIN_KEYS:
             return None
-        b = y._store
-        grad = grad or y._requires_grad
-        if type(b) is not np.ndarray or b.dtype != a.dtype or \
-                a.size + b.size > _xp.HOST_MAX_ELEMENTS:
-            return None
-    elif (type(y) is float and a.dtype.kind == "f") or type(y) is int:
-        b = y
-        if a.size > _xp.HOST_MAX_ELEMENTS:
-            return None
-    else:
-        return None
+        b, grad = y._store, grad or y._requires_grad
     if grad and (op is None or TLS.excluded):  # (an excluded key: the dispatcher decides)
         return None
-    try:
-        with _xp.quiet():  # IEEE results, as XLA gives, without warnings
-            out = np_fn(a, b)
-    except Exception:  # an int outside the dtype, shapes that do not broadcast: the op
-        return None  # path gives PyTorch's answer or error
-    out = np.asarray(out)  # (0-d inputs give a numpy scalar)
-    if out.dtype != a.dtype and out.dtype != np.bool_:
+    out = _xp.exact_binary(np_fn, x._store, b)
+    if out is None:
         return None
     bound = op.schema.bind((y, x) if reflected else (x, y), {}) if grad else None
     return A._host_result(out, name, op, bound, grad)

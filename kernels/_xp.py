@@ -388,6 +388,34 @@ def host_call(kernel: Callable, args: tuple, kwargs: dict, keep: bool = False) -
     return _out(out, keep)
 
 
+def exact_binary(np_fn: Callable, a: Any, b: Any) -> np.ndarray | None:
+    """``np_fn(a, b)`` for an operator numpy and XLA round alike (+, -, *, comparisons):
+    ``a`` a host value of a number dtype, ``b`` another of its dtype (no promotion question)
+    or a Python number of its kind (numpy keeps the array's dtype for it, as PyTorch does),
+    at a size the host tier runs; so the op's own bits. None: the op decides (promotion,
+    broadcasting errors, an int outside the dtype).
+
+    >>> exact_binary(np.add, np.float32([1, 2]), 0.5)
+    array([1.5, 2.5], dtype=float32)
+    """
+    if type(a) is not np.ndarray or a.dtype.kind not in "fiu":
+        return None
+    if type(b) is np.ndarray:
+        if b.dtype != a.dtype or a.size + b.size > HOST_MAX_ELEMENTS:
+            return None
+    elif (type(b) is float and a.dtype.kind == "f") or type(b) is int:
+        if a.size > HOST_MAX_ELEMENTS:
+            return None
+    else:
+        return None
+    try:
+        with quiet():
+            out = np.asarray(np_fn(a, b))  # (0-d inputs give a numpy scalar)
+    except Exception:
+        return None
+    return out if out.dtype == a.dtype or out.dtype == np.bool_ else None
+
+
 def host_first(kernel: Callable, host: Callable | bool) -> Callable:
     """An un-jitted kernel (``defop(jit=False)``) that runs on numpy when its arrays can:
     jax's op-by-op path would compile a program per new shape all the same."""

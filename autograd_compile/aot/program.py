@@ -145,22 +145,36 @@ def _moves() -> frozenset:
                       S.squeeze, S.squeeze_dim, S.squeeze_dims, S.split_with_sizes, I.slice_op})
 
 
+def _exact() -> dict:
+    """Operators numpy and XLA round alike: op by op, eager's fast path (``exact_binary``:
+    the same dtypes, a host-tier size), so the op's bits without its dispatch."""
+    from ..kernels import elementwise as E
+    return {E.add: np.add, E.sub: np.subtract, E.mul: np.multiply}
+
+
 _MOVES: frozenset = frozenset()
+_EXACT: dict = {}
 
 
 def _call_op_eager(op: OpOverload, args: tuple, kwargs: dict) -> Any:
     """One op of a graph run op by op: a host-aware kernel takes and gives numpy arrays
     as eager tensors do (no copy to a jax array and back between ops); it asks for jax
     values where a program is worth it (:class:`WantsDeviceValues`)."""
-    global _MOVES
-    if not _MOVES:
-        _MOVES = _moves()
+    global _MOVES, _EXACT
+    if not _MOVES:  # (built at first use: the kernels import this package)
+        _MOVES, _EXACT = _moves(), _exact()
     kernel = op.kernels.get(DispatchKey.Backend)
     if op in _MOVES and args and type(args[0]) is np.ndarray:
         try:  # (the graph's shapes were checked when it was traced)
             return _xp.host_call(kernel.fn.__wrapped__, args, kwargs, keep=True)
         except Exception:  # numpy disagrees: the op's own path gives the answer or error
             pass
+    np_fn = _EXACT.get(op)
+    if np_fn is not None and len(args) == 2 and not kwargs:
+        out = _xp.exact_binary(np_fn, *args)
+        if out is not None:
+            out.setflags(write=False)
+            return out
     host = None if kernel is None else getattr(kernel.fn, "_acg_host", None)
     if host is not None:
         try:
