@@ -66,6 +66,7 @@ def defop(schema: str, jax: Callable | None = None, *, shape: Callable | None = 
                (each element touched once: numpy wins up to far larger sizes) or "part"
                (reads only what it returns, a slice or looked-up rows: a stream kernel
                sized by its output, so a slice of a big array is numpy's view, copied)
+               or "contract" (matmul: by its multiply-adds, ``_xp.contraction_cost``)
     """
     parsed = parse_schema(schema, default_namespace="acg")
     name = parsed.qualified_name.split("::")[1]

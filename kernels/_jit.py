@@ -195,7 +195,8 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
         return fn(*values)
 
     host_kernel = (kernel if host is True else host) or None
-    part, rate = (rule if cost == "part" else None), _xp.RATES[cost]
+    part = rule if cost == "part" else None
+    rate = _xp.CONTRACT if cost == _xp.CONTRACT else _xp.RATES[cost]
     compiled: set = set()  # (static key, avals) that run as XLA programs
     hosted: set = set()  # (static key, avals) that run on the host, checked once
 

@@ -6,7 +6,7 @@ pipelines) would spend its time compiling. An op whose kernel is written against
 array namespace shared by numpy and ``jax.numpy`` runs it on numpy arrays instead, at
 numpy's cost, for a shape it has not compiled yet:
 
->>> from kernels._xp import jnp, host_call
+>>> from autograd_compile.kernels._xp import jnp, host_call
 >>> import jax.numpy as real_jnp
 >>> host_call(lambda x: jnp.exp(x) * 2, (real_jnp.zeros(3),), {}).tolist()
 [2.0, 2.0, 2.0]
@@ -509,6 +509,10 @@ HOST_LIMIT = float(os.environ.get("ACG_HOST_MAX_US", "100")) / 1e6
 # past ~50k elements). "part" kernels read only what they return (a slice, a row, looked-up
 # rows): a copy the size of their output.
 RATES = {"stream": 1e-9, "part": 2.5e-10, "fused": 2e-9}
+# "contract" kernels (matmul) cost by their multiply-adds, not their inputs' size: numpy's
+# BLAS takes 0.013-0.038 ns a multiply-add here (a batch of 512 16x16x16 products: 20 us
+# where one XLA call takes 77; 128x128x128: 48 against 77), plus its output written once
+MAC_RATE = 3e-11
 _COSTS: dict[tuple, float] = {}  # (avals, rate) -> one host call's estimated seconds
 HOST_MAX_ELEMENTS = int((HOST_LIMIT - 5e-6) / RATES["stream"])  # what a stream op lets through
 CROSS_ONCE = 50_000  # a host value this big that an XLA program reads moves to jax for good
@@ -523,8 +527,31 @@ def host_cost(sig: tuple, rate: float = RATES["fused"]) -> float:
     if cost is None:
         if len(_COSTS) > 65536:
             _COSTS.clear()
-        cost = _COSTS[key] = 5e-6 + rate * _elements(sig)
+        cost = _COSTS[key] = contraction_cost(sig) if rate is CONTRACT else \
+            5e-6 + rate * _elements(sig)
     return cost
+
+
+CONTRACT = "contract"  # the cost kind whose host cost is :func:`contraction_cost`
+
+
+def contraction_cost(sig: tuple) -> float:
+    """A matmul's host cost from its operands' avals (PyTorch's matmul shapes: 1-d operands
+    and broadcast batches): 5 us, :data:`MAC_RATE` a multiply-add, a stream rate an output
+    element. Shapes that do not multiply cost nothing here: the op raises its error.
+
+    >>> a = jax.core.ShapedArray((512, 16, 16), np.float32)
+    >>> round(contraction_cost((a, a)) * 1e6, 1)
+    199.0
+    """
+    a, b = (x.shape for x in sig[:2])
+    a, b = ((1,) + a if len(a) == 1 else a), (b + (1,) if len(b) == 1 else b)
+    try:
+        batch = math.prod(np.broadcast_shapes(a[:-2], b[:-2]))
+    except ValueError:
+        return 5e-6
+    out = batch * a[-2] * b[-1]
+    return 5e-6 + MAC_RATE * out * a[-1] + RATES["stream"] * out
 
 
 def part_cost(result: Any) -> float:

@@ -79,7 +79,7 @@ def matmul_grads(g: Any, a: Any, b: Any, need_a: bool, need_b: bool) -> tuple:
 
 
 matmul = defop("matmul(Tensor self, Tensor other) -> Tensor", jnp.matmul, host=True, shape=_matmul_rule,
-               check=True, save=PRODUCT,
+               check=True, save=PRODUCT, cost="contract",
                backward=lambda g, a, b, out: matmul_grads(g, a, b, wants(a), wants(b)))
 
 

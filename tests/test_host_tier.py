@@ -914,3 +914,21 @@ def test_host_layer_norm_twin_equals_the_formula(dtype: type) -> None:
         assert type(host._store) is np.ndarray and host.dtype == xla.dtype
         np.testing.assert_allclose(host.numpy(), want.astype(dtype), **tol)
         np.testing.assert_allclose(host.numpy(), xla.numpy(), **tol)
+
+
+def test_matmul_tier_is_chosen_by_its_multiply_adds() -> None:
+    """matmul's host cost counts multiply-adds and output, not input elements: attention's
+    batch of small products (32x4 of 16x16x16, 65k input elements) runs on numpy without
+    compiling, an outer product writing 1M elements gets its program; both equal XLA's."""
+    rng = np.random.default_rng(4)
+    a, b = (acg.tensor(rng.standard_normal((32, 4, 16, 16)).astype(np.float32)) for _ in "ab")
+    u, v = acg.tensor(rng.standard_normal((1000, 1))), acg.tensor(rng.standard_normal((1, 1000)))
+    with _Compiles() as c:
+        small = a @ b
+    assert c.n == 0 and type(small._store) is np.ndarray
+    big = u @ v
+    assert isinstance(big._store, jax.Array)
+    with _xp.forced("xla"):
+        want = a @ b
+    np.testing.assert_allclose(small.numpy(), want.numpy(), rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(big.numpy(), u.numpy() @ v.numpy(), rtol=1e-12)
