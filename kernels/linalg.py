@@ -106,8 +106,8 @@ def _bmm_rule(a: Any, b: Any) -> TensorMeta:
 
 _MAT2 = {"self": ("mat2",), "mat2": ("self",)}  # the product rule, named as mm's schema
 mm = defop("mm(Tensor self, Tensor mat2) -> Tensor", jnp.matmul, host=True, shape=_mm_rule, check=True,
-           save=_MAT2, backward=lambda g, a, b, out: (mm(g, b.mT) if wants(a) else None,
+           save=_MAT2, cost="contract", backward=lambda g, a, b, out: (mm(g, b.mT) if wants(a) else None,
                                           mm(a.mT, g) if wants(b) else None))
 bmm = defop("bmm(Tensor self, Tensor mat2) -> Tensor", jnp.matmul, host=True, shape=_bmm_rule, check=True,
-            save=_MAT2, backward=lambda g, a, b, out: (bmm(g, b.mT) if wants(a) else None,
+            save=_MAT2, cost="contract", backward=lambda g, a, b, out: (bmm(g, b.mT) if wants(a) else None,
                                            bmm(a.mT, g) if wants(b) else None))
