@@ -196,7 +196,7 @@ def jitted(kernel: Callable, schema: FunctionSchema, static: Iterable[str] = (),
 
     host_kernel = (kernel if host is True else host) or None
     part = rule if cost == "part" else None
-    rate = _xp.CONTRACT if cost == _xp.CONTRACT else _xp.RATES[cost]
+    rate = _xp.contraction_cost if cost == "contract" else _xp.RATES[cost]
     compiled: set = set()  # (static key, avals) that run as XLA programs
     hosted: set = set()  # (static key, avals) that run on the host, checked once
 

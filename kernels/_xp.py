@@ -518,21 +518,18 @@ HOST_MAX_ELEMENTS = int((HOST_LIMIT - 5e-6) / RATES["stream"])  # what a stream 
 CROSS_ONCE = 50_000  # a host value this big that an XLA program reads moves to jax for good
 
 
-def host_cost(sig: tuple, rate: float = RATES["fused"]) -> float:
+def host_cost(sig: tuple, rate: float | Callable[[tuple], float] = RATES["fused"]) -> float:
     """A host call's cost, estimated from its inputs' sizes (5 us plus ``rate`` an element,
-    what numpy takes here for that kind of kernel) rather than timed, so that which tier
-    runs a shape depends on the program alone: a run repeats bit for bit."""
+    what numpy takes here for that kind of kernel; or ``rate(sig)``, a kind's own model such
+    as :func:`contraction_cost`) rather than timed, so that which tier runs a shape depends
+    on the program alone: a run repeats bit for bit."""
     key = (sig, rate)
     cost = _COSTS.get(key)
     if cost is None:
         if len(_COSTS) > 65536:
             _COSTS.clear()
-        cost = _COSTS[key] = contraction_cost(sig) if rate is CONTRACT else \
-            5e-6 + rate * _elements(sig)
+        cost = _COSTS[key] = rate(sig) if callable(rate) else 5e-6 + rate * _elements(sig)
     return cost
-
-
-CONTRACT = "contract"  # the cost kind whose host cost is :func:`contraction_cost`
 
 
 def contraction_cost(sig: tuple) -> float:

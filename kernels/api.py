@@ -744,10 +744,9 @@ def _host_join(np_join: Callable, tensors: Sequence[Any], dim: Any, new_dim: int
 
 
 def _host_arrays(arrays: list) -> list | None:
-    """numpy views of ``arrays`` where each is numpy or a jax CPU array the host tier reads
-    (a host-tier size); else None."""
-    if builtins.sum(a.size for a in arrays) > _xp.HOST_MAX_ELEMENTS or \
-            _xp.host_sig(arrays) is None:
+    """numpy views of ``arrays`` where each is numpy or a jax CPU array the host tier reads;
+    else None (the join checks their total size)."""
+    if _xp.host_sig(arrays) is None:
         return None
     return [a if type(a) is np.ndarray else np.asarray(a) for a in arrays]
 
@@ -793,13 +792,9 @@ def _host_split(x: Any, sizes: Any, dim: Any) -> tuple | None:
             else split_sizes(a.shape[d], operator.index(sizes))
     except Exception:
         return None
-    if builtins.sum(sizes) != a.shape[d] or builtins.min(sizes) < 0:
+    if builtins.sum(sizes) != a.shape[d] or builtins.min(sizes, default=0) < 0:
         return None
-    lead, start, outs = (slice(None),) * d, 0, []
-    for n in sizes:
-        outs.append(_make(a[lead + (slice(start, start + n),)]))  # read-only views
-        start += n
-    outs = tuple(outs)
+    outs = tuple(_make(p) for p in S.split_pieces(a, sizes, d))  # read-only views
     _xp.STATS["split_with_sizes"] += 1
     if grad and TLS.grad_enabled:
         record(S.split_with_sizes, [x, sizes, dim], outs)

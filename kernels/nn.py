@@ -121,7 +121,7 @@ def _ln_rule(x: Any, shape: Any, w: Any = None, b: Any = None, eps: float = 1e-5
 def _layer_norm(x: Any, shape: Any, w: Any = None, b: Any = None, eps: float = 1e-5) -> Any:
     dims = _ln_dims(x, shape)
     xf = x.astype(promote(x.dtype, FLOAT32))  # statistics in >= float32
-    xc = xf - jnp.mean(xf, dims, keepdims=True)  # once: numpy has no common subexpressions
+    xc = xf - jnp.mean(xf, dims, keepdims=True)
     y = (xc * lax.rsqrt(jnp.mean(xc * xc, dims, keepdims=True) + eps)).astype(x.dtype)
     y = y if w is None else y * w
     return y if b is None else y + b

@@ -263,7 +263,7 @@ def _split_rule(x: Any, sizes: Any, dim: int = 0) -> tuple[TensorMeta, ...]:
     return tuple(TensorMeta(shape[:d] + (s,) + shape[d + 1:], x.dtype) for s in sizes)
 
 
-def _split_kernel(x: Any, sizes: Any, dim: int = 0) -> tuple:
+def split_pieces(x: Any, sizes: Any, dim: int = 0) -> tuple:
     d, start, out = wrap_dim(dim, x.ndim), 0, []
     for s in sizes:
         out.append(x[(slice(None),) * d + (slice(start, start + s),)])  # numpy or jax
@@ -272,7 +272,7 @@ def _split_kernel(x: Any, sizes: Any, dim: int = 0) -> tuple:
 
 
 split_with_sizes = defop("split_with_sizes(Tensor self, SymInt[] split_sizes, int dim=0) "
-                         "-> Tensor[]", _split_kernel, shape=_split_rule, host=True, cost="stream", save=(), check=True,
+                         "-> Tensor[]", split_pieces, shape=_split_rule, host=True, cost="stream", save=(), check=True,
                          backward=lambda gs, x, sizes, dim, out: cat(list(gs), dim))
 def _unbind_rule(x: Any, dim: int = 0) -> tuple[TensorMeta, ...]:
     d = wrap_dim(dim, x.ndim)

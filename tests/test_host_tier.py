@@ -785,6 +785,7 @@ def test_split_and_chunk_of_plain_host_tensors_are_numpy_views(mode: object) -> 
         acg.tensor(x0).split(2, 3)
     with pytest.raises(RuntimeError, match="split expects split_size be non-negative"):
         acg.tensor(x0).split(-1, 2)
+    assert acg.zeros(0).split([]) == ()  # no sizes for an empty dim: no pieces, as PyTorch
     y = acg.tensor(x0)
     y.split(3, 2)[1].zero_()  # through a fast-path piece, into its base
     assert y[0, 0].tolist() == [float(x0[0, 0, 0]), float(x0[0, 0, 1]), float(x0[0, 0, 2]),
