@@ -102,11 +102,14 @@ def _near_zero(m: nn.Module, opt: Any, seen: dict[str, np.ndarray]) -> dict[str,
 
 def _compare(model_fn: Callable, opt_fn: Callable, data: Callable, steps: int, *,
              sched_fn: Callable | None = None, clip: float | None = None, zero: str = "none",
-             loss_fn: Callable | None = None, adam: bool = False) -> None:
+             loss_fn: Callable | None = None, adam: bool = False,
+             between: Callable[[nn.Module, Any, int], None] | None = None,
+             traces: int = 2) -> None:
     """``adam``: parameters and state are compared except where gradients were near zero
     (:func:`_near_zero`; the key bias of attention, whose gradient is zero in exact
     arithmetic as softmax is shift-invariant along a row, is one such place); gradients,
-    where kept, are compared everywhere."""
+    where kept, are compared everywhere. ``between(model, opt, i)`` runs on both copies
+    before step ``i`` (what a user changes between steps); ``traces``: at most this many."""
     loss_fn = loss_fn or (lambda m, x, y: nn.functional.cross_entropy(m(x), y))
     m1, o1, _, eager = _setup(model_fn, opt_fn, sched_fn, clip, zero, loss_fn)
     m2, o2, _, step = _setup(model_fn, opt_fn, sched_fn, clip, zero, loss_fn)
@@ -115,6 +118,9 @@ def _compare(model_fn: Callable, opt_fn: Callable, data: Callable, steps: int, *
     noise: dict[str, np.ndarray] = {}
     for i in range(steps):
         x, y = data(i)
+        if between is not None:
+            between(m1, o1, i)
+            between(m2, o2, i)
         l1, l2 = eager(x, y), compiled(x, y)
         assert abs(float(l1) - float(l2)) <= 1e-5, f"step {i}: loss"
         if adam:
@@ -122,7 +128,8 @@ def _compare(model_fn: Callable, opt_fn: Callable, data: Callable, steps: int, *
         _assert_same(m1, o1, m2, o2, f"step {i}", noise if adam else None)
     # the first step (state created) and every later one: two traces, then cache hits
     assert counters["eager_runs"] == 0
-    assert counters["traces"] <= 2 and counters["cache_hits"] >= steps - 2, dict(counters)
+    assert counters["traces"] <= traces and counters["cache_hits"] >= steps - traces, \
+        dict(counters)
 
 
 def _classes(shape: tuple, n: int = 3) -> Callable:
@@ -165,6 +172,65 @@ def test_accumulation_without_zero_grad() -> None:
 def test_zeros_set_to_none_false() -> None:
     _compare(_mlp, lambda m: acg.optim.Adam(m.parameters(), lr=1e-2, amsgrad=True),
              _classes((6,)), 6, zero="zeros")
+
+
+def test_freezing_a_parameter_between_steps_is_seen() -> None:
+    """A parameter frozen after some steps (``requires_grad_(False)``) gets no gradient and
+    no update from then on, and trains again once unfrozen: each change retraces."""
+    def between(m: nn.Module, opt: Any, i: int) -> None:
+        if i in (3, 6):
+            m[0].weight.requires_grad_(i == 6)
+    _compare(_mlp, lambda m: acg.optim.SGD(m.parameters(), lr=0.05, momentum=0.9),
+             _classes((6,)), 9, between=between, traces=3)
+
+
+def test_a_static_hyperparameter_changed_between_steps_is_seen() -> None:
+    """Turning Nesterov momentum on, or maximize, after some steps changes the update rule:
+    the next call retraces with it (they are Python branches of the rule, not inputs)."""
+    def between(m: nn.Module, opt: Any, i: int) -> None:
+        if i == 3:
+            opt.param_groups[0]["nesterov"] = True
+        if i == 5:
+            opt.param_groups[0]["maximize"] = True
+    _compare(_mlp, lambda m: acg.optim.SGD(m.parameters(), lr=0.05, momentum=0.9),
+             _classes((6,)), 7, between=between, traces=4)
+
+
+def test_a_clone_taken_between_steps_outlives_the_donation() -> None:
+    """The step donates the parameters', gradients' and optimizer state's arrays. A
+    ``clone()``, ``detach()`` or ``state_dict()`` copy shares the immutable array until
+    then: it keeps the value it had (PyTorch's clone), and loading it back restores the
+    model; only the shared arrays are copied, once."""
+    model, opt, _, step = _setup(_mlp, lambda m: acg.optim.SGD(m.parameters(), lr=0.1,
+                                                               momentum=0.9),
+                                 None, None, "never", lambda m, x, y:
+                                 nn.functional.cross_entropy(m(x), y))
+    step = acg.compile(step, fullgraph=True)
+    data = _classes((6,))
+    acg.aot.reset()
+    step(*data(0))
+    step(*data(1))
+    best = {k: v.clone() for k, v in model.state_dict().items()}
+    frozen = model[0].weight.detach()
+    grad = model[0].weight.grad.clone()
+    buf = opt.state[model[0].weight]["momentum_buffer"].clone()
+    expect = {k: v.numpy().copy() for k, v in best.items()}
+    expect_grad, expect_buf = grad.numpy().copy(), buf.numpy().copy()
+    for i in range(2, 5):
+        step(*data(i))
+    # one copy per shared array: every parameter's (weight 0 has two other holders), the
+    # gradient's and the momentum buffer's; none after that first call
+    assert counters["donation_copies"] == len(best) + 2
+    for k, v in best.items():
+        np.testing.assert_array_equal(v.numpy(), expect[k], err_msg=k)
+    np.testing.assert_array_equal(frozen.numpy(), expect["0.weight"])
+    np.testing.assert_array_equal(grad.numpy(), expect_grad)
+    np.testing.assert_array_equal(buf.numpy(), expect_buf)
+    assert not np.array_equal(model[0].weight.detach().numpy(), expect["0.weight"])
+    model.load_state_dict(best)
+    np.testing.assert_array_equal(model[0].weight.detach().numpy(), expect["0.weight"])
+    step(*data(5))  # the loaded arrays are best's too: copied, best keeps its values
+    np.testing.assert_array_equal(best["0.weight"].numpy(), expect["0.weight"])
 
 
 def _gpt_setup() -> tuple:

@@ -45,11 +45,12 @@ class Counters(dict):
     the function eagerly: not traceable, or past the cache size limit), eager_shapes
     (program calls run op by op at a shape not worth compiling yet, see :class:`Tiered`),
     split_runs (training-step calls split at the backward by a Python hook, see
-    :mod:`.split`)."""
+    :mod:`.split`), donation_copies (arrays a training step would donate that something
+    else also held, copied first: see :func:`.wholestep._owned`)."""
 
     def __init__(self) -> None:
         super().__init__(traces=0, compiles=0, cache_hits=0, retraces=0, eager_runs=0,
-                         eager_shapes=0, split_runs=0)
+                         eager_shapes=0, split_runs=0, donation_copies=0)
 
     def clear(self) -> None:
         for k in self:

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import contextlib
 import operator
+import sys
 import threading
 import types
 from typing import Any, Callable, Iterator
@@ -181,24 +182,25 @@ class _View:
     def signature(self, leaves: list[Tensor], spec: tuple) -> tuple:
         fixed = self.__dict__.get("fixed")
         if fixed is None:  # what holds while the objects do (kept by again())
-            fixed = self.fixed = (
-                tuple([(id(t), t._requires_grad) for t in self.tensors]),
-                tuple([(i, id(p), k) for i, p, k, _ in self.state]),
-                tuple([tuple([o._static(g) for g in o.param_groups]) for o in self.opts]))
+            fixed = self.fixed = (tuple([id(t) for t in self.tensors]),
+                                  tuple([(i, id(p), k) for i, p, k, _ in self.state]))
         grads = tuple([None if t._grad is None else _meta(t._grad._data) for t in self.tensors])
+        # read every call: freezing a parameter or flipping nesterov between steps retraces
+        flags = (tuple([t._requires_grad for t in self.tensors]),
+                 tuple([o._static(g) for o in self.opts for g in o.param_groups]))
         return (TLS.grad_enabled, tuple([m.training for m in self.modules]), spec,
                 tuple([(_meta(t._data), t._requires_grad) for t in leaves]),
                 tuple([_meta(t._data) for t in self.tensors]),
                 tuple([(_meta(t._data), t._requires_grad) for t in self.lifted]),
-                tuple([_meta(v._data) for *_, v in self.state]), grads, fixed,
+                tuple([_meta(v._data) for *_, v in self.state]), grads, fixed, flags,
                 tuple([len(v) if isinstance(v, tuple) else -1 for hs in self.hypers
                        for h in hs for v in h.values()]),
                 hook_token(self.tensors, self.hook_dicts))
 
     def inputs(self, leaves: list[Tensor], key: Any) -> tuple:
-        return ([t._data for t in leaves], [t._data for t in self.tensors],
-                [t._grad._data for t in self.tensors if t._grad is not None],
-                [v._data for *_, v in self.state], _scalars(self.hypers), key,
+        grads = [t._grad for t in self.tensors if t._grad is not None]
+        return ([t._data for t in leaves], _owned(self.tensors), _owned(grads),
+                _owned([v for *_, v in self.state]), _scalars(self.hypers), key,
                 [t._data for t in self.lifted])
 
 
@@ -398,6 +400,20 @@ def _scalars(hypers: list) -> list:
         hit = _SCALARS[raw] = jax.tree_util.tree_map(jnp.asarray, hypers)
     _LAST_SCALARS[:] = [hypers, hit]
     return hit
+
+
+def _owned(tensors: list[Tensor]) -> list[Any]:
+    """The arrays of ``tensors``, to be donated: one that something else also holds (a
+    ``clone()`` or ``detach()`` shares its immutable array, as does ``state_dict()``) is
+    first replaced in its tensor by a copy, so the donation cannot delete what the other
+    holder still reads (it keeps the value from before the step, as a clone should)."""
+    arrays = [t._data for t in tensors]
+    for i in range(len(arrays)):
+        # held by the tensor, this list and getrefcount's argument
+        if sys.getrefcount(arrays[i]) > 3:
+            counters["donation_copies"] += 1
+            arrays[i] = tensors[i]._store = jnp.array(arrays[i], copy=True)
+    return arrays
 
 
 def _key(n: int) -> Any:
