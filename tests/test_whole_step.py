@@ -196,6 +196,23 @@ def test_a_static_hyperparameter_changed_between_steps_is_seen() -> None:
              _classes((6,)), 7, between=between, traces=4)
 
 
+def test_state_edited_in_place_between_steps_is_read() -> None:
+    """Parameters, optimizer state and ``.grad`` changed by the user between steps (the
+    guard takes the last call's shapes only while every array is the one it wrote): the
+    next step reads the new values, with no retrace."""
+    def between(m: nn.Module, opt: Any, i: int) -> None:
+        with acg.no_grad():
+            if i == 3:
+                m[0].weight.mul_(0.5)
+                opt.state[m[0].weight]["momentum_buffer"].zero_()
+            if i == 5:
+                m[4].bias.grad = acg.ones_like(m[4].bias)
+            if i == 6:
+                m[2].weight.grad.add_(1.0)
+    _compare(_mlp, lambda m: acg.optim.SGD(m.parameters(), lr=0.05, momentum=0.9),
+             _classes((6,)), 8, between=between, zero="never")
+
+
 def test_a_clone_taken_between_steps_outlives_the_donation() -> None:
     """The step donates the parameters', gradients' and optimizer state's arrays. A
     ``clone()``, ``detach()`` or ``state_dict()`` copy shares the immutable array until

@@ -59,6 +59,7 @@ DistributedDataParallel. A tensor the step stores on a module (llama2.c's
 from __future__ import annotations
 
 import contextlib
+import itertools
 import operator
 import sys
 import threading
@@ -92,10 +93,12 @@ def wants_whole_step(fn: Callable, referenced: Callable[[Callable], list[Any]]) 
     return any("backward" in _names(c) for c in codes)
 
 
-def reached(fn: Callable, referenced: Callable[[Callable], list[Any]], depth: int = 3
+def reached(fn: Callable, referenced: Callable[[Callable], list[Any]], depth: int = 3,
+            walked: list[tuple[Callable, list[Any]]] | None = None
             ) -> tuple[list[Any], list[Any]]:
     """(the values ``fn`` reads: closure, globals, defaults; and those of the user's own
-    functions it reads, ``depth`` levels deep), and the code objects walked."""
+    functions it reads, ``depth`` levels deep), and the code objects walked. ``walked``
+    gets each function walked and what it read (see :func:`reached_again`)."""
     values: list[Any] = []
     codes: list[Any] = []
     seen: set[int] = set()
@@ -103,8 +106,9 @@ def reached(fn: Callable, referenced: Callable[[Callable], list[Any]], depth: in
     def walk(f: Callable, depth: int) -> None:
         seen.add(id(f))
         codes.append(getattr(f, "__code__", None))
-        mine = referenced(f) + list(getattr(f, "__defaults__", None) or ()) + \
-            list((getattr(f, "__kwdefaults__", None) or {}).values())
+        mine = _reads(f, referenced)
+        if walked is not None:
+            walked.append((f, mine))
         values.extend(mine)
         for v in mine:
             if depth > 1 and isinstance(v, types.FunctionType) and id(v) not in seen and \
@@ -112,6 +116,22 @@ def reached(fn: Callable, referenced: Callable[[Callable], list[Any]], depth: in
                 walk(v, depth - 1)
     walk(fn, depth)
     return values, codes
+
+
+def _reads(f: Callable, referenced: Callable[[Callable], list[Any]]) -> list[Any]:
+    return referenced(f) + list(getattr(f, "__defaults__", None) or ()) + \
+        list((getattr(f, "__kwdefaults__", None) or {}).values())
+
+
+def reached_again(walked: list[tuple[Callable, list[Any]]],
+                  referenced: Callable[[Callable], list[Any]]) -> bool:
+    """Every function :func:`reached` walked still reads the very same objects (so the
+    walk, which only looks at those, would find what it found)."""
+    for f, was in walked:
+        now = _reads(f, referenced)
+        if len(now) != len(was) or not all(map(operator.is_, now, was)):
+            return False
+    return True
 
 
 def _user_code(fn: types.FunctionType) -> bool:
@@ -132,10 +152,11 @@ def _names(code: Any) -> set[str]:
 class _Entry:
     """One trace of the step: its guards, its program and how to write results back."""
 
-    __slots__ = ("sig", "program", "consts", "meta")
+    __slots__ = ("sig", "program", "consts", "meta", "after")
 
     def __init__(self, sig: tuple, program: Any, consts: list, meta: dict) -> None:
         self.sig, self.program, self.consts, self.meta = sig, program, consts, meta
+        self.after: tuple | None = None  # held_metas after a call: fixed by the program
 
 
 class _View:
@@ -175,33 +196,82 @@ class _View:
             self.hook_dicts
         if "fixed" in self.__dict__:
             v.fixed = self.fixed
+        if "arrays" in self.__dict__:  # held()'s arrays move on (a second holder would copy)
+            v.arrays = self.__dict__.pop("arrays")
         v.hypers = [[{n: _as_floats(g[n]) for n in type(o)._hyper} for g in o.param_groups]
                     for o in self.opts]
         return v
 
-    def signature(self, leaves: list[Tensor], spec: tuple) -> tuple:
+    def signature(self, leaves: list[Tensor], spec: tuple, last: _Written | None) -> tuple:
         fixed = self.__dict__.get("fixed")
         if fixed is None:  # what holds while the objects do (kept by again())
             fixed = self.fixed = (tuple([id(t) for t in self.tensors]),
                                   tuple([(i, id(p), k) for i, p, k, _ in self.state]))
-        grads = tuple([None if t._grad is None else _meta(t._grad._data) for t in self.tensors])
         # read every call: freezing a parameter or flipping nesterov between steps retraces
         flags = (tuple([t._requires_grad for t in self.tensors]),
                  tuple([o._static(g) for o in self.opts for g in o.param_groups]))
         return (TLS.grad_enabled, tuple([m.training for m in self.modules]), spec,
                 tuple([(_meta(t._data), t._requires_grad) for t in leaves]),
-                tuple([_meta(t._data) for t in self.tensors]),
-                tuple([(_meta(t._data), t._requires_grad) for t in self.lifted]),
-                tuple([_meta(v._data) for *_, v in self.state]), grads, fixed, flags,
+                self.held(last), tuple([(_meta(t._data), t._requires_grad) for t in self.lifted]),
+                fixed, flags,
                 tuple([len(v) if isinstance(v, tuple) else -1 for hs in self.hypers
                        for h in hs for v in h.values()]),
                 hook_token(self.tensors, self.hook_dicts))
 
+    def held(self, last: _Written | None) -> tuple:
+        """The shapes and dtypes of the state the program reads and writes (parameters and
+        buffers, their ``.grad``, optimizer state), for the guard. Those ``last`` recorded
+        when every array is still the one the previous call wrote (the usual step: nothing
+        touched them in between); read off each array otherwise."""
+        tensors = self.tensors
+        stores = [t._store for t in tensors]
+        if last is not None and last.tensors is tensors and all(map(operator.is_, stores,
+                                                                    last.datas)):
+            owners = [t._grad for t in tensors]
+            grads = [g for g in owners if g is not None]
+            gstores = [g._store for g in grads]
+            states = [v for *_, v in self.state]
+            sstores = [v._store for v in states]
+            if all(map(operator.is_, owners, last.grad_owners)) and \
+                    all(map(operator.is_, gstores, last.grads)) and \
+                    all(map(operator.is_, sstores, last.states)):
+                self.arrays = (stores, grads, gstores, states, sstores)
+                return last.metas
+        self.arrays = None
+        return held_metas(self)
+
     def inputs(self, leaves: list[Tensor], key: Any) -> tuple:
-        grads = [t._grad for t in self.tensors if t._grad is not None]
-        return ([t._data for t in leaves], _owned(self.tensors), _owned(grads),
-                _owned([v for *_, v in self.state]), _scalars(self.hypers), key,
+        arrays = self.__dict__.pop("arrays", None)
+        if arrays is None:
+            grads = [t._grad for t in self.tensors if t._grad is not None]
+            states = [v for *_, v in self.state]
+            arrays = ([t._data for t in self.tensors], grads, [t._data for t in grads],
+                      states, [t._data for t in states])
+        datas, grads, gstores, states, sstores = arrays
+        return ([t._data for t in leaves], _owned(self.tensors, datas), _owned(grads, gstores),
+                _owned(states, sstores), _scalars(self.hypers), key,
                 [t._data for t in self.lifted])
+
+
+def held_metas(view: _View) -> tuple:
+    """(shape, dtype) of every parameter and buffer, ``.grad`` (None where it is) and
+    optimizer state tensor of ``view``."""
+    return (tuple([_meta(t._data) for t in view.tensors]),
+            tuple([None if t._grad is None else _meta(t._grad._data) for t in view.tensors]),
+            tuple([_meta(v._data) for *_, v in view.state]))
+
+
+class _Written:
+    """What a call wrote back (the arrays, the ``.grad`` tensors and their metas): the next
+    call's guard compares identities instead of reading every shape again."""
+
+    __slots__ = ("tensors", "datas", "grad_owners", "grads", "states", "metas")
+
+    def __init__(self, tensors: list[Tensor], datas: list, grads: list, states: list,
+                 metas: tuple) -> None:
+        self.tensors, self.datas, self.grads, self.states = tensors, datas, grads, states
+        self.grad_owners = [t._grad for t in tensors]
+        self.metas = metas
 
 
 class WholeStep:
@@ -217,6 +287,9 @@ class WholeStep:
         self.routers = Routers(lambda m, name: _compiled_forward(owner, m, name))
         self.modules = module_state(lambda: [])
         self._last: tuple | None = None  # (found objects, view, module tensors, state token)
+        self._written: _Written | None = None  # what the last call wrote back
+        # what the step function reads (closure, globals, its helpers'), re-walked on change
+        self._reached: tuple[list[tuple[Callable, list]], list] = ([], [])
 
     def __call__(self, args: tuple, kwargs: dict) -> Any:
         owner, limit = self.owner, self.limit
@@ -229,7 +302,8 @@ class WholeStep:
             if placed is not leaves:  # DDP's batch split, as its forward would do it
                 leaves = placed
                 args, kwargs = unflatten(spec, iter(leaves))
-            sig = view.signature(leaves, spec)
+            sig = view.signature(leaves, spec, self._written)
+            self._written = None  # its arrays must not count as a second holder (_owned)
         except NotTraceable as e:
             return self._eager(str(e), args, kwargs)
         for entry in self.entries:
@@ -292,13 +366,18 @@ class WholeStep:
         self.entries.clear()
         self.failed.clear()
         self.split.clear()
+        self._written = None
         self.routers.clear()
 
     def _view(self, args: tuple, kwargs: dict) -> _View:
         """The modules, optimizers and tensors the step reaches: its closure, the globals it
         names, its defaults and its (non-tensor) arguments."""
-        found = reached(self.owner._fn, self.referenced)[0] + _objects(args) + \
-            _objects(tuple(kwargs.values()))
+        walked, reads = self._reached
+        if not walked or not reached_again(walked, self.referenced):
+            walked.clear()
+            reads = reached(self.owner._fn, self.referenced, walked=walked)[0]
+            self._reached = (walked, reads)
+        found = reads + _objects(args) + _objects(tuple(kwargs.values()))
         ms = self.modules
         last = self._last
         if last is not None and len(found) == len(last[0]) and \
@@ -355,28 +434,29 @@ class WholeStep:
             if changed:
                 t._data = a
                 t._version += 1
-        for t, a, changed in zip(view.tensors, datas, meta["mutated"]):
-            t._data = a
-            if changed:
-                t._version += 1
+        tensors = view.tensors
+        for t, a in zip(tensors, datas):  # _store: the program's outputs are jax arrays
+            t._store = a
+        for t in itertools.compress(tensors, meta["mutated"]):
+            t._version += 1
         git = iter(grads)
-        for t, has in zip(view.tensors, meta["grads"]):
+        for t, has in zip(tensors, meta["grads"]):
             if not has:
                 t._grad = None
+            elif t._grad is not None:
+                t._grad._store = next(git)
             else:
-                a = next(git)
-                if t._grad is not None:
-                    t._grad._data = a
-                else:
-                    t._grad = _make(a)
+                t._grad = _make(next(git))
         sit = iter(states)
         for i, p, k in meta["state"]:
             st = view.opts[i].state[p]
-            a = next(sit)
             if k in st:
-                st[k]._data = a
+                st[k]._store = next(sit)
             else:
-                st[k] = _make(a)
+                st[k] = _make(next(sit))
+        if entry.after is None:
+            entry.after = held_metas(view)
+        self._written = _Written(tensors, datas, grads, states, entry.after)
         for s in meta["after"]:
             LRScheduler.step(s)
         return unflatten(meta["out_spec"], iter([_make(a) for a in res]))
@@ -402,12 +482,12 @@ def _scalars(hypers: list) -> list:
     return hit
 
 
-def _owned(tensors: list[Tensor]) -> list[Any]:
+def _owned(tensors: list[Tensor], arrays: list[Any]) -> list[Any]:
     """The arrays of ``tensors``, to be donated: one that something else also holds (a
     ``clone()`` or ``detach()`` shares its immutable array, as does ``state_dict()``) is
     first replaced in its tensor by a copy, so the donation cannot delete what the other
-    holder still reads (it keeps the value from before the step, as a clone should)."""
-    arrays = [t._data for t in tensors]
+    holder still reads (it keeps the value from before the step, as a clone should).
+    ``arrays``: their ``_data``, replaced in place where copied."""
     for i in range(len(arrays)):
         # held by the tensor, this list and getrefcount's argument
         if sys.getrefcount(arrays[i]) > 3:
