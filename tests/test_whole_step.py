@@ -7,8 +7,10 @@ and learning rate must equal what eager leaves (max |diff| <= 1e-6, float32).
 from __future__ import annotations
 
 import logging
+import warnings
 from typing import Any, Callable
 
+import jax
 import numpy as np
 import pytest
 
@@ -211,6 +213,65 @@ def test_state_edited_in_place_between_steps_is_read() -> None:
                 m[2].weight.grad.add_(1.0)
     _compare(_mlp, lambda m: acg.optim.SGD(m.parameters(), lr=0.05, momentum=0.9),
              _classes((6,)), 8, between=between, zero="never")
+
+
+def test_a_metric_kept_in_a_container_and_updated_in_place() -> None:
+    """``box["correct"] += ...`` inside the step: a tensor reached through a dict and
+    written in place becomes an input and output of the program (one trace is spent
+    finding it), ends every call as a real value equal to eager's, and a fresh tensor put
+    in its place (a new epoch) is found again."""
+    results = []
+    for compiled in (False, True):
+        acg.manual_seed(0)
+        model = _mlp()
+        opt = acg.optim.SGD(model.parameters(), lr=0.1)
+        box = {"correct": acg.zeros(()), "seen": [acg.zeros(())]}
+
+        def step(x, y):
+            opt.zero_grad()
+            out = model(x)
+            loss = nn.functional.cross_entropy(out, y)
+            loss.backward()
+            opt.step()
+            box["correct"] += (out.argmax(1) == y).sum()
+            box["seen"][0].add_(y.numel())
+            return loss
+        run = acg.compile(step, fullgraph=True) if compiled else step
+        acg.aot.reset()
+        data, totals = _classes((6,)), []
+        for epoch in range(2):
+            box["correct"] = acg.zeros(())
+            for i in range(4):
+                run(*data(i))
+                assert not isinstance(box["correct"]._data, jax.core.Tracer)
+            totals.append((float(box["correct"]), float(box["seen"][0])))
+        results.append((totals, [p.detach().numpy() for p in model.parameters()]))
+        if compiled:
+            assert counters["eager_runs"] == 0, dict(counters)
+    (t1, p1), (t2, p2) = results
+    assert t1 == t2 and t2[1][1] == 64.0
+    for a, b in zip(p1, p2):
+        np.testing.assert_allclose(a, b, atol=TOL)
+
+
+def test_a_call_that_leaves_parameters_alone_is_quiet() -> None:
+    """Gradient accumulation: calls that only add to ``.grad`` (no ``opt.step()``) donate
+    parameter buffers they cannot reuse; jax's warning about it is not the user's concern."""
+    model, opt, _, _ = _setup(_mlp, lambda m: acg.optim.SGD(m.parameters(), lr=0.1), None,
+                              None, "never", lambda m, x, y: None)
+
+    @acg.compile(fullgraph=True)
+    def step(x, y, update):
+        (nn.functional.cross_entropy(model(x), y) / 2).backward()
+        if update:
+            opt.step()
+            opt.zero_grad()
+    data = _classes((6,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning fails the test
+        for i in range(4):
+            step(*data(i), i % 2 == 1)
+    assert counters["eager_runs"] == 0
 
 
 def test_a_clone_taken_between_steps_outlives_the_donation() -> None:
@@ -418,30 +479,46 @@ def test_data_dependent_python_falls_back(caplog: pytest.LogCaptureFixture) -> N
     assert len(msgs) == 1 and "loss.item()" in msgs[0] and "Error" in msgs[0], msgs
 
 
-def test_closure_tensor_is_guarded() -> None:
+def test_closure_and_container_tensors_are_inputs() -> None:
     """A tensor the step reads from its closure is an input (rebinding it is seen, no
-    retrace); one reached through a container is a constant guarded by identity."""
+    retrace); one reached through a container (``box["shift"]``) is found by its path and
+    is an input too, from the second trace on: changed in place or replaced by another
+    tensor, the next call reads it, with no retrace. One reached by no path (held only by
+    an object the step does not walk) is a constant guarded by identity: changed in place,
+    it retraces."""
     w = nn.Parameter(acg.ones(2))
     opt = acg.optim.SGD([w], lr=1.0)
     scale = acg.tensor([1.0, 2.0])
     box = {"shift": acg.tensor([0.0, 0.0])}
+    hidden = [acg.tensor([0.0, 0.0])]
+
+    def out_of_reach() -> acg.Tensor:
+        return hidden[0]
+    far = {"get": out_of_reach}  # a function in a dict: not walked (only named ones are)
 
     @acg.compile(fullgraph=True)
     def step():
-        (w * scale + box["shift"] * w).sum().backward()
+        (w * scale + box["shift"] * w + far["get"]() * w).sum().backward()
         opt.step()
         opt.zero_grad()
     acg.aot.reset()
-    step()
+    step()  # one trace finds box["shift"] (and keeps hidden[0] a constant), one compiles
     np.testing.assert_allclose(w.detach().numpy(), [0.0, -1.0])
+    assert counters["traces"] == 2 and counters["compiles"] == 1
     scale = acg.tensor([3.0, 3.0])
     step()
     np.testing.assert_allclose(w.detach().numpy(), [-3.0, -4.0])
-    assert counters["traces"] == 1
-    box["shift"].add_(1.0)  # in place: a new array, the guard sees it and retraces
+    box["shift"].add_(1.0)  # in place: read at the next call
     step()
     np.testing.assert_allclose(w.detach().numpy(), [-7.0, -8.0])
-    assert counters["traces"] == 2
+    box["shift"] = acg.tensor([2.0, 0.0])  # another tensor there: read too
+    step()
+    np.testing.assert_allclose(w.detach().numpy(), [-12.0, -11.0])
+    assert counters["traces"] == 2 and counters["compiles"] == 1
+    hidden[0].add_(1.0)  # a constant: a new array, the guard sees it and retraces
+    step()
+    np.testing.assert_allclose(w.detach().numpy(), [-18.0, -15.0])
+    assert counters["traces"] == 3
 
 
 def test_dropout_draws_fresh_keys() -> None:

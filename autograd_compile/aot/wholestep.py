@@ -21,8 +21,15 @@
    floats; the trace records where it was called (before or after ``opt.step()``)
    and every call replays it eagerly at that place, around the program.
    Random draws take fresh keys per call (one input key, folded per draw).
-   A tensor the function reads that is none of the above (a closure's mask) is
-   held by the program as a constant, guarded by identity: rebinding it retraces.
+   A tensor the function reads through its closure, globals or arguments is an
+   input; one it reaches through a container of those (a metric in a dict, a mask in
+   a list, an attribute of a helper object) is found by its path (:mod:`.paths`) and
+   is an input too, resolved again at every call, and an output written back if the
+   step writes it in place (``box["correct"] += ...``). Any other tensor it reads
+   (made inside the step, or out of reach) is a constant guarded by identity.
+4. **Donation.** An array that something besides its tensor holds (a ``clone()``,
+   ``detach()`` or ``state_dict()`` copy shares it) is copied before the call, so
+   the donation never deletes what the user kept.
 
 Hooks marked ``compiled_autograd.pure_hook`` are traced into the program. Any other Python
 hook on a parameter (``register_hook``, ``register_post_accumulate_grad_hook``) or on a
@@ -64,6 +71,7 @@ import operator
 import sys
 import threading
 import types
+import warnings
 from typing import Any, Callable, Iterator
 
 import jax
@@ -76,6 +84,7 @@ from ..optim.optimizer import Optimizer, _as_floats
 from ..optim._lr_base import LRScheduler
 from ..tensor import Tensor, _make
 from .program import counters
+from .paths import Path, paths_to, resolve
 from .split import Routers, hook_dicts, hook_token, impure_hook, run_split
 from .trace import NotTraceable, _describe
 from .tree import flatten, flatten_call, unflatten
@@ -288,6 +297,9 @@ class WholeStep:
         self.modules = module_state(lambda: [])
         self._last: tuple | None = None  # (found objects, view, module tensors, state token)
         self._written: _Written | None = None  # what the last call wrote back
+        # tensors the step reads through containers (box["correct"]): where they are, each
+        # an input at every call (paths.py); those reached by no path are constants
+        self.lift_paths: list[tuple[tuple[int, Path], Any]] = []  # (where, its root)
         # what the step function reads (closure, globals, its helpers'), re-walked on change
         self._reached: tuple[list[tuple[Callable, list]], list] = ([], [])
 
@@ -326,9 +338,15 @@ class WholeStep:
                                args, kwargs)
         counters["traces"] += 1
         entry = _Entry(sig, None, [], {})
-        entry.program = jax.jit(_body(owner._fn, spec, view, entry), donate_argnums=(1, 2, 3))
+        entry.program = jax.jit(_body(owner._fn, spec, view, entry, self._reached[1]),
+                                donate_argnums=(1, 2, 3))
         try:
             out = self._run(entry, view, leaves, args, kwargs, first=True)
+        except _Lift as e:  # tensors it reached through containers: inputs, by path
+            if len(self.lift_paths) + len(e.paths) > _LIFT_LIMIT:
+                self.failed.append((sig, str(e)))
+                return self._eager(str(e), args, kwargs)
+            self.lift_paths += [(w, self._reached[1][w[0]]) for w in e.paths]
         except _Hooked as e:  # a hook registered while the step ran
             if not view.ddps:
                 return self._remember_split(sig, str(e), view, args, kwargs)
@@ -338,8 +356,11 @@ class WholeStep:
             if len(self.failed) < limit:
                 self.failed.append((sig, str(e)))
             return self._eager(str(e), args, kwargs)
-        self.entries.insert(0, entry)
-        return out
+        else:
+            self.entries.insert(0, entry)
+            return out
+        # traced again with them, outside the handler (its traceback holds the arrays)
+        return self(args, kwargs)
 
     def _remember_split(self, sig: tuple, why: str, view: _View, args: tuple,
                         kwargs: dict) -> Any:
@@ -367,6 +388,7 @@ class WholeStep:
         self.failed.clear()
         self.split.clear()
         self._written = None
+        self.lift_paths.clear()
         self.routers.clear()
 
     def _view(self, args: tuple, kwargs: dict) -> _View:
@@ -377,7 +399,14 @@ class WholeStep:
             walked.clear()
             reads = reached(self.owner._fn, self.referenced, walked=walked)[0]
             self._reached = (walked, reads)
+            # a path holds while its root is the object it started from (else: re-found)
+            self.lift_paths = [(w, root) for w, root in self.lift_paths
+                               if w[0] < len(reads) and reads[w[0]] is root]
         found = reads + _objects(args) + _objects(tuple(kwargs.values()))
+        for where, _ in self.lift_paths:
+            t = resolve(reads, where)
+            if isinstance(t, Tensor):
+                found.append(t)
         ms = self.modules
         last = self._last
         if last is not None and len(found) == len(last[0]) and \
@@ -413,7 +442,11 @@ class WholeStep:
              first: bool = False) -> Any:
         if first:  # the trace (lowering runs the body) says where schedulers step
             try:
-                lowered = entry.program.lower(*view.inputs(leaves, _key(0)))
+                with warnings.catch_warnings():
+                    # a step that leaves some state unchanged (an accumulation-only call)
+                    # cannot reuse those buffers: jax says so, harmlessly, at every trace
+                    warnings.filterwarnings("ignore", "Some donated buffers were not usable")
+                    lowered = entry.program.lower(*view.inputs(leaves, _key(0)))
             except NotTraceable:
                 raise
             except Exception as e:  # noqa: BLE001 - reported with the reason, then eager
@@ -591,8 +624,11 @@ def _tensors(values: tuple) -> list[Tensor]:
     return out
 
 
-def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry) -> Callable:
-    """The step as a function of arrays; running it (under ``jax.jit``) is the trace."""
+def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry, reads: list[Any]
+          ) -> Callable:
+    """The step as a function of arrays; running it (under ``jax.jit``) is the trace.
+    ``reads``: what the step reads (closure, globals), where :func:`_consts_seen` looks
+    for the tensors it read that are not inputs."""
     tensors, opts, state = view.tensors, view.opts, view.state
 
     def body(arg_arrays: list, datas: list, grads: list, states: list, hypers: list,
@@ -608,8 +644,11 @@ def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry) -> Callable:
             known = {id(t) for t in tensors + view.lifted} | {id(t) for t in leaves} | \
                 {id(v) for *_, v in state} | \
                 {id(t._grad) for t in tensors if t._grad is not None}
-            with _ConstGuard(entry.consts, known):
-                out = fn(*args, **kwargs)
+            try:
+                with _ConstGuard(entry.consts, known):
+                    out = fn(*args, **kwargs)
+            finally:
+                _consts_seen(entry.consts, reads)
             outs, out_spec = flatten(out, keyed=False)
             stored = _stored(view, snap)
             res = []
@@ -750,6 +789,40 @@ def _check_hooks(view: _View) -> None:
 
 class _Hooked(NotTraceable):
     """A hook that is not ``pure_hook``: the step runs split at the backward."""
+
+
+class _Lift(NotTraceable):
+    """The trace read tensors that are not inputs but that the step reaches through a
+    container (a metric kept in a dict, a mask in a list): inputs from the next trace on,
+    found again at each call by their paths (:mod:`.paths`)."""
+
+    def __init__(self, paths: list[tuple[int, Path]]) -> None:
+        super().__init__(f"the step reads {len(paths)} tensor(s) through containers")
+        self.paths = paths
+
+
+_LIFT_LIMIT = 64  # paths kept per step function (each one a program input)
+
+
+def _consts_seen(consts: list[tuple[Tensor, Any]], reads: list[Any]) -> None:
+    """After the trace, the tensors it read that are not inputs: each written in place
+    gets its array back (it holds a tracer now). Those reached through a container become
+    inputs (:class:`_Lift`); the others (made inside the step, or out of reach) stay
+    constants guarded by identity, unless written, which one program cannot do."""
+    written = [(t, d) for t, d in consts if t._store is not d]
+    for t, d in written:
+        t._store = d
+    if not consts:
+        return
+    where = paths_to([t for t, _ in consts], reads, (Tensor, Optimizer, LRScheduler))
+    lost = [t for t, _ in written if id(t) not in where]
+    if lost:
+        raise NotTraceable(f"the step writes in place to a tensor of shape "
+                           f"{tuple(lost[0].shape)} that it reaches through none of its "
+                           "closure, globals or arguments")
+    paths = [where[id(t)] for t, _ in consts if id(t) in where]
+    if paths:
+        raise _Lift(paths)
 
 
 def _stored(view: _View, snap: dict) -> list[tuple[Module, str, Tensor]]:
