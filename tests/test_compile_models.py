@@ -363,6 +363,82 @@ def test_tensors_stored_in_globals_and_closures_are_real():
     assert_close(LAST, np.exp([1.0, 2.0]), rtol=1e-6)
 
 
+SCALE = acg.tensor([1.0, 2.0])
+STATS = {"calls": acg.zeros(()), "shift": [acg.tensor([0.5, 0.5])]}
+
+
+def _reads_outer_tensors(extra: acg.Tensor):
+    def f(x):
+        STATS["calls"] += 1  # in place on a tensor held by a global dict
+        return x * SCALE + STATS["shift"][0] + extra
+    return f
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_tensors_read_from_globals_and_containers_are_current(compiled):
+    """Tensors a compiled function reads besides its arguments (a global, a closure
+    variable, a dict entry, a list item) are read where they are at each call: another
+    tensor put there, or one changed in place, gives eager's result, with no retrace; a
+    tensor written in place through a dict ends as a real tensor with eager's value."""
+    global SCALE
+    SCALE = acg.tensor([1.0, 2.0])
+    STATS["calls"], STATS["shift"][0] = acg.zeros(()), acg.tensor([0.5, 0.5])
+    fn = _reads_outer_tensors(acg.tensor([0.0, 1.0]))
+    f = acg.compile(fn) if compiled else fn
+    acg.aot.reset()
+    x = acg.ones(2)
+    got = [f(x).tolist()]
+    SCALE = acg.tensor([3.0, 3.0])  # a global rebound
+    got.append(f(x).tolist())
+    STATS["shift"][0] = acg.tensor([10.0, 20.0])  # a list item rebound
+    got.append(f(x).tolist())
+    STATS["shift"][0].add_(1.0)  # changed in place
+    got.append(f(x).tolist())
+    assert got == [[1.5, 3.5], [3.5, 4.5], [13.0, 24.0], [14.0, 25.0]]
+    assert type(STATS["calls"]) is acg.Tensor and float(STATS["calls"]) == 4.0
+    if compiled:
+        assert counters["traces"] == 1 and counters["eager_runs"] == 0, dict(counters)
+        SCALE = acg.tensor([2.0])  # another shape there: a retrace, as guards say
+        assert f(x).tolist() == [13.0, 24.0] and counters["traces"] == 2
+
+
+def test_a_module_attribute_tensor_rebound_is_read():
+    """A plain tensor attribute of a compiled module (not a buffer), replaced between calls:
+    the next call reads the new one, as eager does."""
+    class Scaled(acg.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = acg.nn.Linear(2, 2)
+            self.gain = acg.tensor([1.0, 1.0])
+
+        def forward(self, x):
+            return self.lin(x) * self.gain
+    acg.manual_seed(0)
+    m = Scaled()
+    cm = acg.compile(m)
+    x = acg.ones(1, 2)
+    assert_close(cm(x), m(x))
+    m.gain = acg.tensor([2.0, -1.0])
+    assert_close(cm(x), m(x))
+
+
+def test_a_traced_tensor_appended_to_a_list_runs_eagerly(caplog):
+    """``history.append(x.sum())`` adds one tensor per call eagerly: no single place a
+    program could write, so the function runs eagerly (logged), the list as eager's."""
+    history: list = []
+
+    def f(x):
+        history.append(x.sum())
+        return x * 2
+    cf = acg.compile(f)
+    with caplog.at_level("WARNING", logger="autograd_compile"):
+        cf(acg.ones(2))
+        cf(acg.ones(2))
+    assert len(history) == 2 and all(type(h) is acg.Tensor for h in history)
+    assert [float(h) for h in history] == [2.0, 2.0]
+    assert "adds a traced tensor to the list" in caplog.text
+
+
 def test_fallback_message_names_the_exception(caplog):
     class D:
         __slots__ = ()

@@ -20,6 +20,7 @@ from ..tensor import Tensor
 from .escape import Sinks
 from .guards import SizeGuards, signature_diff
 from .partition import partition
+from .paths import paths_to, resolve
 from .program import Region, counters
 from .trace import NotTraceable, trace_joint
 from .tree import flatten, flatten_call
@@ -44,10 +45,13 @@ class Unsupported(RuntimeError):
 class _Entry:
     """One trace: the signature and sizes it serves, and its region (None: eager)."""
 
-    __slots__ = ("sig", "sizes", "region")
+    __slots__ = ("sig", "sizes", "region", "lifted")
 
     def __init__(self, sig: tuple, sizes: SizeGuards | None, region: Region | None) -> None:
         self.sig, self.sizes, self.region = sig, sizes, region
+        # tensors the region read through containers (box["shift"]): (index in the
+        # region's extras, where from the roots, (shape, dtype, requires_grad) traced)
+        self.lifted: list[tuple[int, Any, tuple]] = []
 
 
 class CompiledFunction:
@@ -90,7 +94,8 @@ class CompiledFunction:
         if self.dynamic:
             sizes += [s for t in state for s in t.shape]
         for entry in self._entries:
-            if entry.sig == sig and (entry.sizes is None or entry.sizes.failure(sizes) is None):
+            if entry.sig == sig and (entry.sizes is None or entry.sizes.failure(sizes) is None) \
+                    and (not entry.lifted or self._relift(entry)):
                 counters["cache_hits"] += 1
                 return self._run(entry, args, kwargs, leaves, state)
         entry = self._miss(args, kwargs, leaves, state, sig, sizes)
@@ -102,6 +107,42 @@ class CompiledFunction:
             counters["eager_runs"] += 1
             return self._fn(*args, **kwargs)
         return entry.region(leaves + state)
+
+    def _roots(self) -> list[Any]:
+        """Where the tensors the region reads besides its inputs are looked for: the module,
+        and what the function reads from its closure and globals."""
+        fn = self._fn if self._module is None else type(self._module).forward
+        fn = getattr(fn, "__func__", fn)
+        # positions fixed by the code object: each cell, then each name it uses (None
+        # where unbound), so a path's root index means the same place at every call
+        cells = [c.cell_contents if _has_contents(c) else None
+                 for c in getattr(fn, "__closure__", None) or ()]
+        code, glb = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
+        names = [glb.get(n) for n in code.co_names] if code is not None else []
+        return ([self._module] if self._module is not None else []) + cells + names
+
+    def _relift(self, entry: _Entry) -> bool:
+        """The tensors now at the places the region read them from become its inputs
+        (another tensor put there is read, as eager would); False where one is gone or
+        differs in shape, dtype or requires_grad (a retrace)."""
+        roots, region = self._roots(), entry.region
+        now = []
+        for i, where, meta in entry.lifted:
+            t = resolve(roots, where)
+            if not isinstance(t, Tensor) or (tuple(t.shape), t.dtype, t.requires_grad) != meta:
+                return False
+            now.append((i, t))
+        for i, t in now:
+            region.extras[i] = ("lifted", t)
+        return True
+
+    def _lift_paths(self, region: Region) -> list[tuple[int, Any, tuple]]:
+        lifted = [(i, src) for i, (kind, src) in enumerate(region.extras) if kind == "lifted"]
+        if not lifted:
+            return []
+        where = paths_to([src for _, src in lifted], self._roots(), (Tensor,))
+        return [(i, where[id(src)], (tuple(src.shape), src.dtype, src.requires_grad))
+                for i, src in lifted if id(src) in where]
 
     def _signature(self, leaves: list[Tensor], spec: tuple, state: list[Tensor],
                    metas: tuple | None = None) -> tuple:
@@ -155,7 +196,9 @@ class CompiledFunction:
             log.debug("%s: traced\nforward:\n%s\nbackward:\n%s\nguards: %s", self.__qualname__,
                       region.forward_graph.code, bw.code if bw is not None else "(none)",
                       joint.sizes.shape_env.format_guards())
-        return _Entry(sig, joint.sizes, region)
+        entry = _Entry(sig, joint.sizes, region)
+        entry.lifted = self._lift_paths(region)
+        return entry
 
     def _mark_dynamic(self, sig: tuple, sizes: list[int]) -> None:
         """A size that differs from a trace of the same signature becomes symbolic at this

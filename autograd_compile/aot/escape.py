@@ -5,10 +5,11 @@ A forward may store what it computed: ``self.last_loss = loss`` (llama2.c),
 assignment or a ``nonlocal`` write to a closure. While tracing, those values are
 fake tensors; left in place they would be what the user reads afterwards and what
 the next trace reads. Instead each such place (a *sink*) is found by comparing
-the module attributes, globals and closure cells the region can reach before and
-after the trace; its tensors become extra outputs of the program, and after every
+the module attributes, globals and closure cells the region can reach (and the dicts
+and lists held there, two levels down: ``stats["n"] += 1``) before and after the trace; its tensors become extra outputs of the program, and after every
 call the real results are written to the sink, as the eager forward would leave
-them. The trace itself leaves every sink as it was.
+them. The trace itself leaves every sink as it was. A traced tensor appended to a
+list has no one place (eagerly, each call appends): the region runs eagerly.
 
 >>> import autograd_compile as acg
 >>> class M(acg.nn.Module):
@@ -56,6 +57,8 @@ class Sinks:
     def __init__(self, modules: list[Any], fn: Callable) -> None:
         self.places: list[tuple[Any, Any, Any, str]] = []  # (where, key, old value, label)
         self.dicts: list[tuple[dict, dict, str]] = []
+        self.lists: list[tuple[list, list, str]] = []
+        self._seen: set[int] = set()
         for m in modules:
             self._watch(m.__dict__, f"{type(m).__name__}.")
         seen: set[int] = set()
@@ -67,11 +70,31 @@ class Sinks:
         for cell in getattr(getattr(fn, "__func__", fn), "__closure__", None) or ():
             try:
                 self.places.append((cell, _CELL, cell.cell_contents, "closure variable"))
+                self._containers(cell.cell_contents, "closure variable", 2)
             except ValueError:  # an empty cell, filled by the region
                 self.places.append((cell, _CELL, _EMPTY, "closure variable"))
 
-    def _watch(self, d: dict, label: str) -> None:
+    def _watch(self, d: dict, label: str, depth: int = 2) -> None:
         self.dicts.append((d, dict(d), label))
+        for k, v in list(d.items()):
+            if k not in _REGISTRIES:
+                self._containers(v, f"{label}{k}", depth)
+
+    def _containers(self, value: Any, label: str, depth: int) -> None:
+        """Dicts and lists held there, ``depth`` levels down (``stats["n"] += 1`` stores
+        into one): watched too; a list by a dict of its indices."""
+        if depth <= 0 or id(value) in self._seen:
+            return
+        if type(value) is dict:
+            self._seen.add(id(value))
+            self.dicts.append((value, dict(value), f"{label}"))
+            for k, v in list(value.items()):
+                self._containers(v, f"{label}[{k!r}]", depth - 1)
+        elif type(value) is list:
+            self._seen.add(id(value))
+            self.lists.append((value, list(value), label))
+            for k, v in enumerate(value):
+                self._containers(v, f"{label}[{k}]", depth - 1)
 
     def stored(self) -> list[tuple[Sink, list[Tensor]]]:
         """Each place whose value changed and now holds a traced (fake) tensor, with the
@@ -84,6 +107,16 @@ class Sinks:
                 hit = _split(v)
                 if hit is not None:
                     found.append((Sink(d, k, hit[0], f"{label}{k}"), hit[1]))
+        for items, before, label in self.lists:
+            if len(items) != len(before):
+                if _split(items) is not None:  # appended each call eagerly: no one place
+                    self.restore()
+                    raise _Grown(f"the region adds a traced tensor to the list {label}")
+                continue
+            for k, v in enumerate(items):
+                hit = None if v is before[k] else _split(v)
+                if hit is not None:
+                    found.append((Sink(items, k, hit[0], f"{label}[{k}]"), hit[1]))
         for cell, key, old, label in self.places:
             try:
                 v = cell.cell_contents
@@ -104,6 +137,10 @@ class Sinks:
                         d[k] = before[k]
                     else:
                         del d[k]
+        for items, before, _ in self.lists:
+            if any(v is not b and _split(v) is not None for v, b in zip(items, before)) or \
+                    (len(items) != len(before) and _split(items) is not None):
+                items[:] = before
         for cell, _, old, _ in self.places:
             try:
                 v = cell.cell_contents
@@ -117,6 +154,10 @@ class Sinks:
 
 
 _EMPTY = object()
+
+
+class _Grown(Exception):
+    """A traced tensor appended to a list (raised as the trace's NotTraceable)."""
 
 
 def _split(value: Any) -> tuple[tuple, list[Tensor]] | None:

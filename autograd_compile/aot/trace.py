@@ -8,7 +8,8 @@ land in the same graph (AOT autograd). :mod:`.partition` later cuts it in two.
 
 Graph inputs (*primals*) are the argument tensors, the module's parameters and
 buffers, every other tensor the region reads (lifted on first use, e.g. a
-closure's tensor), and one PRNG key per random draw. A mode on top of the
+closure's tensor; the caller finds it again at each call where the region read it,
+:mod:`.paths`), and one PRNG key per random draw. A mode on top of the
 tracing modes swaps each real tensor an op receives for its fake, so nothing
 becomes a constant and the module itself is never modified.
 
