@@ -479,6 +479,31 @@ def test_data_dependent_python_falls_back(caplog: pytest.LogCaptureFixture) -> N
     assert len(msgs) == 1 and "loss.item()" in msgs[0] and "Error" in msgs[0], msgs
 
 
+def test_a_failed_trace_leaves_container_tensors_real(caplog: pytest.LogCaptureFixture
+                                                      ) -> None:
+    """The step writes a tensor held in a dict, then branches on ``.item()``: the log names
+    the branch (not the write), and the dict keeps a real tensor with eager's value."""
+    boxes = []
+
+    def make_step(m: nn.Module, opt: Any) -> Callable:
+        box = {"n": acg.zeros(())}
+        boxes.append(box)
+
+        def step(x, y):
+            box["n"] += 1
+            loss = nn.functional.cross_entropy(m(x), y)
+            if loss.item() > 0.0:
+                loss.backward()
+            opt.step()
+            opt.zero_grad()
+        return step
+    msgs = _falls_back(make_step, caplog)
+    assert len(msgs) == 1 and "loss.item()" in msgs[0], msgs
+    compiled_box, eager_box = boxes
+    assert type(compiled_box["n"]._data) is type(eager_box["n"]._data)
+    assert float(compiled_box["n"]) == float(eager_box["n"]) == 3.0
+
+
 def test_closure_and_container_tensors_are_inputs() -> None:
     """A tensor the step reads from its closure is an input (rebinding it is seen, no
     retrace); one reached through a container (``box["shift"]``) is found by its path and

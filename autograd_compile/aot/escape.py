@@ -5,10 +5,10 @@ A forward may store what it computed: ``self.last_loss = loss`` (llama2.c),
 assignment or a ``nonlocal`` write to a closure. While tracing, those values are
 fake tensors; left in place they would be what the user reads afterwards and what
 the next trace reads. Instead each such place (a *sink*) is found by comparing
-the module attributes, globals and closure cells the region can reach (and the dicts
-and lists held there, two levels down: ``stats["n"] += 1``) before and after the trace; its tensors become extra outputs of the program, and after every
-call the real results are written to the sink, as the eager forward would leave
-them. The trace itself leaves every sink as it was. A traced tensor appended to a
+the module attributes, globals and closure cells the region can reach (and the
+dicts and lists held there, two levels down: ``stats["n"] += 1``) before and after
+the trace; its tensors become extra outputs of the program, and after every call the
+real results are written to the sink, as the eager forward would leave them. The trace itself leaves every sink as it was. A traced tensor appended to a
 list has no one place (eagerly, each call appends): the region runs eagerly.
 
 >>> import autograd_compile as acg
@@ -49,6 +49,7 @@ class Sink:
 
 
 _CELL = object()
+_MAX_WATCHED = 4096  # a bigger dict or list (a dataset held in a global) is not watched
 
 
 class Sinks:
@@ -83,11 +84,12 @@ class Sinks:
     def _containers(self, value: Any, label: str, depth: int) -> None:
         """Dicts and lists held there, ``depth`` levels down (``stats["n"] += 1`` stores
         into one): watched too; a list by a dict of its indices."""
-        if depth <= 0 or id(value) in self._seen:
+        if depth <= 0 or id(value) in self._seen or type(value) not in (dict, list) or \
+                len(value) > _MAX_WATCHED:
             return
         if type(value) is dict:
             self._seen.add(id(value))
-            self.dicts.append((value, dict(value), f"{label}"))
+            self.dicts.append((value, dict(value), f"{label}: "))
             for k, v in list(value.items()):
                 self._containers(v, f"{label}[{k!r}]", depth - 1)
         elif type(value) is list:

@@ -647,8 +647,10 @@ def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry, reads: list[Any
             try:
                 with _ConstGuard(entry.consts, known):
                     out = fn(*args, **kwargs)
-            finally:
-                _consts_seen(entry.consts, reads)
+            except BaseException:
+                _consts_restored(entry.consts)  # the step's own error is the one raised
+                raise
+            _consts_seen(entry.consts, reads)
             outs, out_spec = flatten(out, keyed=False)
             stored = _stored(view, snap)
             res = []
@@ -804,14 +806,21 @@ class _Lift(NotTraceable):
 _LIFT_LIMIT = 64  # paths kept per step function (each one a program input)
 
 
+def _consts_restored(consts: list[tuple[Tensor, Any]]) -> list[tuple[Tensor, Any]]:
+    """Each of ``consts`` the trace wrote in place (it holds a tracer) gets its array back;
+    those, with the arrays."""
+    written = [(t, d) for t, d in consts if t._store is not d]
+    for t, d in written:
+        t._store = d
+    return written
+
+
 def _consts_seen(consts: list[tuple[Tensor, Any]], reads: list[Any]) -> None:
     """After the trace, the tensors it read that are not inputs: each written in place
     gets its array back (it holds a tracer now). Those reached through a container become
     inputs (:class:`_Lift`); the others (made inside the step, or out of reach) stay
     constants guarded by identity, unless written, which one program cannot do."""
-    written = [(t, d) for t, d in consts if t._store is not d]
-    for t, d in written:
-        t._store = d
+    written = _consts_restored(consts)
     if not consts:
         return
     where = paths_to([t for t, _ in consts], reads, (Tensor, Optimizer, LRScheduler))
