@@ -479,6 +479,66 @@ def test_data_dependent_python_falls_back(caplog: pytest.LogCaptureFixture) -> N
     assert len(msgs) == 1 and "loss.item()" in msgs[0] and "Error" in msgs[0], msgs
 
 
+def _item_step(m: nn.Module, opt: Any, kind: str) -> Callable:
+    def step(x, y):
+        opt.zero_grad()
+        out = m(x)
+        loss = nn.functional.cross_entropy(out, y)
+        loss.backward()
+        opt.step()
+        if kind == "float":
+            return loss.item()
+        return {"loss": loss.item(), "correct": (out.argmax(1) == y).sum().item(),
+                "pair": (loss, loss.detach().item())}
+    return step
+
+
+@pytest.mark.parametrize("kind", ["float", "dict"])
+def test_returning_item_stays_one_program(kind: str) -> None:
+    """``return loss.item()`` (or numbers in a dict): one program per step, the numbers read
+    after it, of eager's types and values; parameters as eager's."""
+    got = []
+    for compiled in (False, True):
+        acg.manual_seed(0)
+        m = _mlp()
+        step = _item_step(m, acg.optim.SGD(m.parameters(), lr=0.1, momentum=0.9), kind)
+        run = acg.compile(step, fullgraph=True) if compiled else step
+        acg.aot.reset()
+        data = _classes((6,))
+        got.append(([run(*data(i)) for i in range(5)], [p.detach().numpy() for p in m.parameters()]))
+        if compiled:
+            assert counters["eager_runs"] == 0 and counters["traces"] == 2, dict(counters)
+    (r1, p1), (r2, p2) = got
+    for a, b in zip(r1, r2):
+        if kind == "float":
+            assert type(b) is float and abs(a - b) <= 1e-6
+        else:
+            assert type(b["loss"]) is float and type(b["correct"]) is int
+            assert abs(a["loss"] - b["loss"]) <= 1e-6 and a["correct"] == b["correct"]
+            assert isinstance(b["pair"][0], acg.Tensor) and b["pair"][1] == b["loss"]
+    for a, b in zip(p1, p2):
+        np.testing.assert_allclose(a, b, atol=TOL)
+
+
+def test_item_kept_in_a_list_runs_eagerly(caplog: pytest.LogCaptureFixture) -> None:
+    """``losses.append(loss.item())`` inside the step: no program output can stand for it,
+    so the step runs eagerly (logged with the reason), the list holding eager's floats."""
+    losses: list = []
+
+    def make_step(m: nn.Module, opt: Any) -> Callable:
+        def step(x, y):
+            loss = nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            losses.append(loss.item())
+        return step
+    msgs = _falls_back(make_step, caplog)
+    assert len(msgs) == 1 and "keeps the value of a tensor's .item()" in msgs[0], msgs
+    assert len(losses) == 6 and all(type(v) is float for v in losses)
+    assert losses[:3] == losses[3:]  # compiled (eager fallback) then eager, same seed
+
+
 def test_a_failed_trace_leaves_container_tensors_real(caplog: pytest.LogCaptureFixture
                                                       ) -> None:
     """The step writes a tensor held in a dict, then branches on ``.item()``: the log names

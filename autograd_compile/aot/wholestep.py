@@ -43,6 +43,11 @@ eager (its update is one program). The decision is known before any trace (no st
 spent on it) and kept per guard set; which hooks are registered is guarded, so removing the
 hook makes the step one program again.
 
+``return loss.item()`` (numbers returned alone or in tuples, lists and dicts) stays one
+program: inside the trace ``.item()`` gives a placeholder (:mod:`.deferred`) that becomes a
+program output, read back as eager's Python number after the call; any other use of it
+(a branch, arithmetic, keeping it in a list) is data-dependent Python.
+
 What cannot be one program otherwise makes the whole call run eagerly, logged once with the
 reason and the source line (``fullgraph=True`` raises): ``.item()`` or a branch on a
 tensor value, a scheduler stepped between two optimizer steps, a Python hook together with
@@ -66,6 +71,7 @@ DistributedDataParallel. A tensor the step stores on a module (llama2.c's
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import operator
 import sys
@@ -84,6 +90,7 @@ from ..optim.optimizer import Optimizer, _as_floats
 from ..optim._lr_base import LRScheduler
 from ..tensor import Tensor, _make
 from .program import counters
+from .deferred import DeferredItem
 from .paths import Path, paths_to, resolve
 from .split import Routers, hook_dicts, hook_token, impure_hook, run_split
 from .trace import NotTraceable, _describe
@@ -492,7 +499,8 @@ class WholeStep:
         self._written = _Written(tensors, datas, grads, states, entry.after)
         for s in meta["after"]:
             LRScheduler.step(s)
-        return unflatten(meta["out_spec"], iter([_make(a) for a in res]))
+        return unflatten(meta["out_spec"], iter([_make(a).item() if i else _make(a)
+                                                  for a, i in zip(res, meta["items"])]))
 
 
 _NO_KEY: list = []
@@ -639,7 +647,9 @@ def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry, reads: list[Any
         args, kwargs = unflatten(spec, iter(leaves))
         events: list[tuple[str, Any]] = []
         draws = [0]
-        with _swapped(view, datas, grads, states, hypers, events, key, draws, lifted) as snap:
+        items: list[DeferredItem] = []
+        with _swapped(view, datas, grads, states, hypers, events, key, draws, lifted,
+                      items) as snap:
             _check_hooks(view)
             known = {id(t) for t in tensors + view.lifted} | {id(t) for t in leaves} | \
                 {id(v) for *_, v in state} | \
@@ -651,14 +661,12 @@ def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry, reads: list[Any
                 _consts_restored(entry.consts)  # the step's own error is the one raised
                 raise
             _consts_seen(entry.consts, reads)
-            outs, out_spec = flatten(out, keyed=False)
+            returned: dict[int, DeferredItem] = {}  # ``return loss.item()``: read after
+            outs, out_spec = flatten(_items_out(out, returned), keyed=False)
+            _items_kept(items, returned)
             stored = _stored(view, snap)
-            res = []
-            for o in outs:
-                if isinstance(o, Tensor):
-                    res.append(o._data)
-                else:
-                    raise NotTraceable("the step returns a non-tensor value computed in it")
+            res = [o._data for o in outs]
+            entry.meta["items"] = [id(o) in returned for o in outs]
             # parameters, gradients and same-shaped optimizer state keep the parameter's
             # placement (DDP's replicated or sharded layout) across steps
             where = {id(t): getattr(d, "sharding", None) for t, d, *_ in snap["t"]}
@@ -697,8 +705,10 @@ def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry, reads: list[Any
 
 @contextlib.contextmanager
 def _swapped(view: _View, datas: list, grads: list, states: list, hypers: list,
-             events: list, key: Any, draws: list, lifted: list) -> Iterator[dict]:
-    """Install the tracers into the real objects for the trace; put everything back."""
+             events: list, key: Any, draws: list, lifted: list, items: list
+             ) -> Iterator[dict]:
+    """Install the tracers into the real objects for the trace; put everything back.
+    ``items`` gets each :class:`.deferred.DeferredItem` the step's ``.item()`` made."""
     from ..kernels import random as krandom
     tensors, opts = view.tensors, view.opts
     snap = {
@@ -743,10 +753,19 @@ def _swapped(view: _View, datas: list, grads: list, states: list, hypers: list,
         draws[0] += 1
         return _make(jax.random.fold_in(key, draws[0]))
 
+    def item(self: Tensor) -> Any:
+        if isinstance(self._data, jax.core.Tracer) and self.numel() == 1:
+            d = DeferredItem(self)  # a number once the program ran: see deferred.py
+            items.append(d)
+            return d
+        return orig_item(self)
+
     def hyper(self: Optimizer, index: int, group: dict) -> dict:
         h = hyper_of[id(self)][index]
         return {n: tuple(v) if isinstance(v, list) else v for n, v in h.items()}
 
+    orig_item = Tensor.item
+    Tensor.item = item  # type: ignore[method-assign]
     Optimizer.step = opt_step  # type: ignore[method-assign]
     LRScheduler.step = sched_step  # type: ignore[method-assign]
     krandom.Generator.next_key = next_key  # type: ignore[method-assign]
@@ -759,6 +778,7 @@ def _swapped(view: _View, datas: list, grads: list, states: list, hypers: list,
         _TRACING.active = False
         Optimizer.step, LRScheduler.step = orig_step, orig_sched  # type: ignore[method-assign]
         krandom.Generator.next_key = orig_key  # type: ignore[method-assign]
+        Tensor.item = orig_item  # type: ignore[method-assign]
         for t, d, g, ver, acc, fn in snap["t"]:
             t._data, t._grad, t._version, t._acc_ref, t.grad_fn = d, g, ver, acc, fn
         for g, d in snap["g"]:
@@ -787,6 +807,47 @@ def _check_hooks(view: _View) -> None:
     why = impure_hook(view.tensors, view.modules)
     if why is not None:
         raise _Hooked(why)
+
+
+def _items_out(value: Any, returned: dict[int, DeferredItem]) -> Any:
+    """``value`` with each :class:`DeferredItem` in it (through tuples, lists and dicts)
+    replaced by a tensor of its value, kept in ``returned`` by that tensor's id."""
+    if type(value) is DeferredItem:
+        t = _make(value.tensor._data)
+        returned[id(t)] = value
+        return t
+    if type(value) in (list, tuple):
+        return type(value)([_items_out(v, returned) for v in value])
+    if type(value) is dict:
+        return {k: _items_out(v, returned) for k, v in value.items()}
+    return value
+
+
+def _items_kept(items: list[DeferredItem], returned: dict[int, DeferredItem]) -> None:
+    """Every ``.item()`` of the trace is returned, or dropped: one kept elsewhere (appended
+    to a list) would be a placeholder there after the call, so the step runs eagerly."""
+    out = {id(d) for d in returned.values()}
+    for i in range(len(items)):
+        # held by ``items`` and getrefcount's argument, and by nothing of the user's
+        if id(items[i]) not in out and sys.getrefcount(items[i]) > 2:
+            _purge(items)
+            raise NotTraceable("the step keeps the value of a tensor's .item() (in a list, "
+                               "a dict or an attribute): only returning it is deferred")
+
+
+def _purge(items: list[DeferredItem]) -> None:
+    """Take the trace's placeholders out of the lists and dicts (attributes included) that
+    hold them: the eager run that follows puts the real numbers there, as it would."""
+    ids = {id(d) for d in items}
+    for d in list(items):
+        for ref in gc.get_referrers(d):
+            if ref is items:
+                continue
+            if type(ref) is list:
+                ref[:] = [v for v in ref if id(v) not in ids]
+            elif type(ref) is dict:
+                for k in [k for k, v in ref.items() if id(v) in ids]:
+                    del ref[k]
 
 
 class _Hooked(NotTraceable):
