@@ -100,3 +100,21 @@ def test_hidden_state_is_carried_detached():
     carried = lstm_lm.repackage_hidden(hidden)
     assert not carried[0].requires_grad and not carried[1].requires_grad
     assert_close(carried[1].detach().numpy(), hidden[1].detach().numpy())
+
+
+def test_train_step_under_acg_compile_is_one_program_per_step(monkeypatch):
+    """The example's ``train_step`` (detach the carried state, zero_grad, forward, backward,
+    clip, a hand-written SGD update with ``p.add_``, ``return loss.item(), hidden``) under
+    ``acg.compile``: one program per step after the first traces, losses and parameters as
+    eager's."""
+    eager = _eager()
+    monkeypatch.setattr(lstm_lm, "train_step", acg.compile(lstm_lm.train_step))
+    acg.aot.reset()
+    got = lstm_lm.main("LSTM", steps=STEPS, mode="eager", **SMALL)
+    counts = dict(acg.aot.counters)
+    assert counts["eager_runs"] == 0 and counts["traces"] <= 3, counts
+    assert counts["cache_hits"] >= STEPS - 3, counts
+    assert all(type(v) is float for v in got["losses"])
+    assert_close(got["losses"], eager["losses"], atol=1e-5)
+    for name, value in eager["params"].items():
+        assert_close(got["params"][name], value, atol=1e-5)
