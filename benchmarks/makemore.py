@@ -49,7 +49,7 @@ import autograd_compile as acg
 
 from . import data
 from .makemore_models import MAKEMORE, LlamaArgs, ModelConfig, classes
-from .measure import summarize
+from .measure import rep_order, summarize
 from .report import environment, ratio, write_json
 from .step import acg_counters
 from .systems import torch_available
@@ -326,10 +326,10 @@ def _first_steps(runners: list[Runner], out: ModelResult, steps: int) -> list[Ru
 
 
 def _interleaved(alive: list[Runner], out: ModelResult, reps: int, record: bool) -> None:
-    """Each rep: every system's step alone then its step with the loader, order rotated."""
+    """Each rep: every system's step alone then its step with the loader, in a shuffled
+    order (:func:`.measure.rep_order`)."""
     for rep in range(reps):
-        k = rep % max(len(alive), 1)
-        for r in alive[k:] + alive[:k]:
+        for r in rep_order(alive, rep):
             res = out.results[r.name]
             before = acg_counters()
             try:

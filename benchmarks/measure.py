@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import gc
+import random
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -163,13 +164,20 @@ def _first_and_check(systems: list[S.System], results: dict[str, SystemResult],
     return ok
 
 
+def rep_order(alive: list, rep: int) -> list:
+    """The systems of one rep in a shuffled order (seeded by ``rep``, so runs repeat): over
+    the reps each system follows every other one alike. A fixed rotation always put the
+    same system after the same neighbour, whose wake (torch's thread pool winding down,
+    its allocator, the caches it evicted) then fell on that one system only."""
+    return random.Random(rep).sample(alive, len(alive))
+
+
 def _interleaved(alive: list[S.System], results: dict[str, SystemResult], reps: int,
                  record: bool, bar: Progress) -> None:
-    """Each rep runs every system once, the order rotated per rep; a system that raises
-    is dropped from ``alive``. ``record``: keep the times (False for warm-up)."""
+    """Each rep runs every system once, in a shuffled order (:func:`rep_order`); a system
+    that raises is dropped from ``alive``. ``record``: keep the times (False for warm-up)."""
     for rep in range(reps):
-        k = rep % max(len(alive), 1)
-        for s in alive[k:] + alive[:k]:
+        for s in rep_order(alive, rep):
             try:
                 t = time_backward(s)
             except Exception as exc:  # noqa: BLE001

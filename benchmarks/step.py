@@ -41,7 +41,7 @@ import numpy as np
 
 import autograd_compile as acg
 
-from .measure import compare_grads, summarize
+from .measure import compare_grads, rep_order, summarize
 from .step_models import LR, StepModel, available, build_step, jax_loss
 from .systems import torch_device, torch_skip_reason
 
@@ -327,8 +327,7 @@ def _first_steps(systems: list[StepSystem], out: StepWorkloadResult) -> list[Ste
 def _interleaved(alive: list[StepSystem], out: StepWorkloadResult, reps: int,
                  record: bool) -> None:
     for rep in range(reps):
-        k = rep % max(len(alive), 1)
-        for s in alive[k:] + alive[:k]:
+        for s in rep_order(alive, rep):
             try:
                 step, forward = timed_step(s)
             except Exception as exc:  # noqa: BLE001
