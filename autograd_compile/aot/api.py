@@ -113,13 +113,7 @@ class CompiledFunction:
         and what the function reads from its closure and globals."""
         fn = self._fn if self._module is None else type(self._module).forward
         fn = getattr(fn, "__func__", fn)
-        # positions fixed by the code object: each cell, then each name it uses (None
-        # where unbound), so a path's root index means the same place at every call
-        cells = [c.cell_contents if _has_contents(c) else None
-                 for c in getattr(fn, "__closure__", None) or ()]
-        code, glb = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
-        names = [glb.get(n) for n in code.co_names] if code is not None else []
-        return ([self._module] if self._module is not None else []) + cells + names
+        return ([self._module] if self._module is not None else []) + _referenced(fn)
 
     def _relift(self, entry: _Entry) -> bool:
         """The tensors now at the places the region read them from become its inputs
@@ -313,12 +307,14 @@ def _registries_kept(modules: list[Module]) -> Iterator[None]:
 
 
 def _referenced(fn: Callable) -> list[Any]:
-    """Values a function reads from its closure cells and from its globals by name."""
-    values = [c.cell_contents for c in (getattr(fn, "__closure__", None) or ())
-              if _has_contents(c)]
+    """Values a function reads from its closure cells and from its globals by name. Each
+    position is fixed by the code object (a cell, then a name it uses; None where empty or
+    unbound), so an index into the list means the same place at every call (paths.py)."""
+    values = [c.cell_contents if _has_contents(c) else None
+              for c in getattr(fn, "__closure__", None) or ()]
     code, glb = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
     if code is not None:
-        values += [glb[n] for n in code.co_names if n in glb]
+        values += [glb.get(n) for n in code.co_names]
     return values
 
 

@@ -8,8 +8,9 @@ the next trace reads. Instead each such place (a *sink*) is found by comparing
 the module attributes, globals and closure cells the region can reach (and the
 dicts and lists held there, two levels down: ``stats["n"] += 1``) before and after
 the trace; its tensors become extra outputs of the program, and after every call the
-real results are written to the sink, as the eager forward would leave them. The trace itself leaves every sink as it was. A traced tensor appended to a
-list has no one place (eagerly, each call appends): the region runs eagerly.
+real results are written to the sink, as the eager forward would leave them. The trace
+itself leaves every sink as it was. A traced tensor appended to a list has no one
+place (eagerly, each call appends): the region runs eagerly.
 
 >>> import autograd_compile as acg
 >>> class M(acg.nn.Module):
@@ -75,11 +76,11 @@ class Sinks:
             except ValueError:  # an empty cell, filled by the region
                 self.places.append((cell, _CELL, _EMPTY, "closure variable"))
 
-    def _watch(self, d: dict, label: str, depth: int = 2) -> None:
+    def _watch(self, d: dict, label: str) -> None:
         self.dicts.append((d, dict(d), label))
         for k, v in list(d.items()):
             if k not in _REGISTRIES:
-                self._containers(v, f"{label}{k}", depth)
+                self._containers(v, f"{label}{k}", 2)
 
     def _containers(self, value: Any, label: str, depth: int) -> None:
         """Dicts and lists held there, ``depth`` levels down (``stats["n"] += 1`` stores
@@ -112,7 +113,6 @@ class Sinks:
         for items, before, label in self.lists:
             if len(items) != len(before):
                 if _split(items) is not None:  # appended each call eagerly: no one place
-                    self.restore()
                     raise _Grown(f"the region adds a traced tensor to the list {label}")
                 continue
             for k, v in enumerate(items):

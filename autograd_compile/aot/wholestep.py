@@ -84,14 +84,15 @@ import jax
 import jax.numpy as jnp
 
 from ..dispatch.keys import TLS
+from ..kernels._xp import _ARRAY
 from ..modes import DispatchMode
 from ..nn.modules import Module
 from ..optim.optimizer import Optimizer, _as_floats
 from ..optim._lr_base import LRScheduler
 from ..tensor import Tensor, _make
-from .program import counters
 from .deferred import DeferredItem
 from .paths import Path, paths_to, resolve
+from .program import counters
 from .split import Routers, hook_dicts, hook_token, impure_hook, run_split
 from .trace import NotTraceable, _describe
 from .tree import flatten, flatten_call, unflatten
@@ -143,11 +144,7 @@ def reached_again(walked: list[tuple[Callable, list[Any]]],
                   referenced: Callable[[Callable], list[Any]]) -> bool:
     """Every function :func:`reached` walked still reads the very same objects (so the
     walk, which only looks at those, would find what it found)."""
-    for f, was in walked:
-        now = _reads(f, referenced)
-        if len(now) != len(was) or not all(map(operator.is_, now, was)):
-            return False
-    return True
+    return all(_same(_reads(f, referenced), was) for f, was in walked)
 
 
 def _user_code(fn: types.FunctionType) -> bool:
@@ -238,35 +235,39 @@ class _View:
         """The shapes and dtypes of the state the program reads and writes (parameters and
         buffers, their ``.grad``, optimizer state), for the guard. Those ``last`` recorded
         when every array is still the one the previous call wrote (the usual step: nothing
-        touched them in between); read off each array otherwise."""
-        tensors = self.tensors
-        stores = [t._store for t in tensors]
-        if last is not None and last.tensors is tensors and all(map(operator.is_, stores,
-                                                                    last.datas)):
-            owners = [t._grad for t in tensors]
-            grads = [g for g in owners if g is not None]
-            gstores = [g._store for g in grads]
-            states = [v for *_, v in self.state]
-            sstores = [v._store for v in states]
-            if all(map(operator.is_, owners, last.grad_owners)) and \
-                    all(map(operator.is_, gstores, last.grads)) and \
-                    all(map(operator.is_, sstores, last.states)):
-                self.arrays = (stores, grads, gstores, states, sstores)
-                return last.metas
-        self.arrays = None
+        touched them in between); read off each array otherwise. Keeps the arrays for
+        :meth:`inputs`."""
+        arrays = self.arrays = self._state_arrays()
+        datas, _, gstores, _, sstores = arrays
+        if last is not None and last.tensors is self.tensors and _same(datas, last.datas) \
+                and _same([t._grad for t in self.tensors], last.grad_owners) \
+                and _same(gstores, last.grads) and _same(sstores, last.states):
+            return last.metas
         return held_metas(self)
 
+    def _state_arrays(self) -> tuple:
+        """(the parameters' and buffers' arrays, the ``.grad`` tensors, their arrays, the
+        optimizer state tensors, their arrays): what the program reads and donates."""
+        grads = [t._grad for t in self.tensors if t._grad is not None]
+        states = [v for *_, v in self.state]
+        return (_arrays(self.tensors), grads, _arrays(grads), states, _arrays(states))
+
     def inputs(self, leaves: list[Tensor], key: Any) -> tuple:
-        arrays = self.__dict__.pop("arrays", None)
-        if arrays is None:
-            grads = [t._grad for t in self.tensors if t._grad is not None]
-            states = [v for *_, v in self.state]
-            arrays = ([t._data for t in self.tensors], grads, [t._data for t in grads],
-                      states, [t._data for t in states])
+        arrays = self.__dict__.pop("arrays", None) or self._state_arrays()
         datas, grads, gstores, states, sstores = arrays
         return ([t._data for t in leaves], _owned(self.tensors, datas), _owned(grads, gstores),
                 _owned(states, sstores), _scalars(self.hypers), key,
                 [t._data for t in self.lifted])
+
+
+def _arrays(tensors: list[Tensor]) -> list[Any]:
+    """Their ``_data``, without the property call where the store is a jax array already
+    (a step's state always is, after the first call)."""
+    return [s if type(s := t._store) is _ARRAY else t._data for t in tensors]
+
+
+def _same(now: list, was: list) -> bool:
+    return len(now) == len(was) and all(map(operator.is_, now, was))
 
 
 def held_metas(view: _View) -> tuple:
