@@ -722,6 +722,77 @@ def test_compiled_backward_reads_host_saved_values_without_moving_them() -> None
     assert counters["captures"] == 1 and counters["cache_hits"] == 4
 
 
+def test_compiled_backward_packs_small_host_values_into_one_argument_per_dtype() -> None:
+    """A compiled backward reading several small host-tier values (float32 activations
+    and int64 indices) passes them as one buffer per dtype; a large one and device values
+    pass as they are. Gradients equal eager's, the program compiles once."""
+    from autograd_compile.backends import host_pack
+    from autograd_compile.compiled_autograd import counters
+    rng = np.random.default_rng(4)
+    x0 = rng.standard_normal((8, 16)).astype(np.float32)
+    ws = [rng.standard_normal((16, 16)).astype(np.float32) / 4 for _ in range(3)]
+    big0 = rng.standard_normal((150, 150)).astype(np.float32)  # 90 KB: past the limit
+    idx0 = rng.integers(0, 16, (8, 3))
+
+    def grads(compiled: bool) -> list[np.ndarray]:
+        params = [acg.tensor(w, requires_grad=True) for w in ws]
+        big = acg.tensor(big0, requires_grad=True)
+        h = acg.tensor(x0)
+        for w in params:
+            h = (h @ w).tanh()  # each saves a small host value
+        assert type(h._store) is np.ndarray
+        g = h.gather(1, acg.tensor(idx0))  # saves an int64 host index
+        ctx = acg.compiled_autograd.enable("jax") if compiled else _nullcontext()
+        with ctx:
+            (g.sum() + (big * big).mean()).backward()
+        return [p.grad.numpy() for p in params + [big]]
+
+    want = grads(False)
+    acg.compiled_autograd.reset()
+    seen: list = []
+    real = host_pack.pack
+
+    def spy(values: tuple) -> tuple:
+        out = real(values)
+        seen.append(out[2])
+        return out
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("autograd_compile.backends.jax.pack", spy)
+        for _ in range(3):
+            for got, exp in zip(grads(True), want):
+                np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-6)
+    layout = seen[-1]
+    assert layout is not None and all(x is layout for x in seen)  # one program, one layout
+    packed = [shapes for _, shapes in layout.groups if shapes is not None]
+    assert len(packed) == 1 and len(packed[0]) >= 3  # the float32 activations share one
+    assert (150, 150) not in packed[0]  # the large one passes whole
+    assert counters["compiles"] == 1
+
+
+@pytest.mark.parametrize("kinds", ["fff", "fi", "ffibd", "b", "ii"])
+def test_pack_and_unpack_give_back_every_value(kinds: str) -> None:
+    """pack/unpack round trip in any mix of small float32 (f), int64 (i), large (b) and
+    device (d) values; values pass unchanged when no two small ones share a dtype."""
+    from autograd_compile.backends.host_pack import pack, unpack
+    rng = np.random.default_rng(5)
+    make = {"f": lambda: rng.standard_normal((3, 4)).astype(np.float32),
+            "i": lambda: rng.integers(0, 9, (5,)),
+            "b": lambda: rng.standard_normal((200, 100)).astype(np.float32),
+            "d": lambda: jnp.ones((2, 2))}
+    values = tuple(make[k]() for k in kinds)
+    dev, bufs, layout = pack(values)
+    shares = any(kinds.count(k) > 1 for k in "fi")
+    assert (layout is not None) == shares
+    back = unpack(dev, bufs, layout) if shares else dev
+    assert len(back) == len(values)
+    for got, exp in zip(back, values):
+        assert got.shape == exp.shape and got.dtype == exp.dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(exp))
+    traced = jax.jit(unpack, static_argnums=2)(dev, bufs, layout) if shares else ()
+    for got, exp in zip(traced, values):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(exp))
+
+
 class _nullcontext:
     def __enter__(self) -> None:
         return None
