@@ -305,6 +305,18 @@ class Tensor:
             n = n * s
         return n
 
+    def element_size(self) -> int:
+        """Bytes per element (``t.element_size() * t.numel()`` is ``t.nbytes``)."""
+        return np.dtype(self.dtype).itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.dtype).itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * np.dtype(self.dtype).itemsize
+
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d tensor")

@@ -673,8 +673,20 @@ def _value_like(value: Any, target: Any, dtype: Any) -> Any:
     value = value.to(dtype) if value.dtype != dtype else value
     while value.ndim > target.ndim and value.shape[0] == 1:  # PyTorch drops leading 1s
         value = value.squeeze(0)
+    if not _broadcasts(tuple(value.shape), tuple(target.shape)):
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot "
+                           f"be broadcast to indexing result of shape {list(target.shape)}")
     return value.expand(list(target.shape)) if not shapes_equal(value.shape, target.shape) \
         else value
+
+
+def _broadcasts(src: tuple, dst: tuple) -> bool:
+    """Whether ``src`` broadcasts to ``dst`` (True where a size is symbolic: the expand
+    decides)."""
+    if len(src) > len(dst):
+        return False
+    return all(type(a) is not int or type(b) is not int or a in (1, b)
+               for a, b in zip(reversed(src), reversed(dst)))
 
 
 def _where_mask(mask: Tensor, value: Any, x: Tensor) -> Tensor:
@@ -700,7 +712,8 @@ def _basic_target(shape: tuple, step: tuple) -> _Shaped | None:
 def setitem(x: Tensor, index: Any, value: Any) -> None:
     """``x[index] = value``: read the chain, write the value back up it, copy_ into x."""
     check_writable(x)
-    if isinstance(index, Tensor) and index.dtype == BOOL and shapes_equal(index.shape, x.shape):
+    if isinstance(index, Tensor) and index.dtype == BOOL and shapes_equal(index.shape, x.shape) \
+            and (not isinstance(value, Tensor) or value.numel() == 1):
         copy_(x, _where_mask(index, value, alias_for_inplace(x)))  # x[mask] = v: no data-
         return write_through(x)                                     # dependent sizes needed
     steps = steps_of(tuple(x.shape), index)

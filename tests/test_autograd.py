@@ -363,3 +363,25 @@ def test_reentrant_backward_inside_a_custom_backward(mode):
     with mode():
         Inner.apply(x).sum().backward()
     assert_close(x.grad, 2 * np.array(XS))
+
+
+def test_grad_takes_pytorchs_whole_signature(mode):
+    """only_inputs (deprecated: warns when False, does nothing) sits where PyTorch has it;
+    is_grads_batched gives one gradient per leading entry of the grad outputs (a Jacobian
+    from the identity), and create_graph keeps it differentiable."""
+    import warnings
+    x = acg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with mode():
+        y = x ** 3
+        (jac,) = acg.autograd.grad(y, x, acg.eye(3), None, True, True, None, True)
+        np.testing.assert_allclose(jac.detach().numpy(), np.diag(3 * np.array([1, 4, 9.0])))
+        (hess_diag,) = acg.autograd.grad(jac.sum(), x)
+        np.testing.assert_allclose(hess_diag.numpy(), 6 * np.array([1, 2, 3.0]))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            (g,) = acg.autograd.grad((x * x).sum(), x, only_inputs=False)
+        assert [w.category for w in caught] == [FutureWarning]
+        np.testing.assert_allclose(g.numpy(), [2.0, 4.0, 6.0])
+    assert x.grad is None
+    with pytest.raises(RuntimeError, match="is_grads_batched=True needs grad_outputs"):
+        acg.autograd.grad((x * x).sum(), x, is_grads_batched=True)

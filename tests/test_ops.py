@@ -97,6 +97,9 @@ def _ce_ref(x, t, w=None, reduction="mean", ignore=-100, ls=0.0):
     return {"none": loss, "sum": loss.sum(), "mean": loss.sum() / wt.sum()}[reduction]
 
 
+_MASK34 = [[True, False, True, False], [False, False, True, True], [True, False, False, False]]
+
+
 def _setitem(x, index, value):
     y = x * 1  # a non-leaf copy we may write into
     y[index] = value
@@ -285,7 +288,11 @@ CASES = [
     Case("setitem_tensor_index", lambda x, i, v: _setitem(x, (slice(None), i), v),
          lambda x, i, v: x.at[:, i].set(v), (T(3, 4), V([3, 0], "int"), T(3, 1))),
     Case("setitem_mask", lambda x, m, v: _setitem(x, m, v), lambda x, m, v: jnp.where(m, v, x),
-         (T(3, 4), B(3, 4), T(4))),
+         (T(3, 4), B(3, 4), T(1))),
+    # one value per selected element (DQN's next_values[non_final] = target(...).max(1)[0])
+    Case("setitem_mask_values", lambda x, m, v: _setitem(x, m, v),
+         lambda x, m, v: x.at[np.asarray(_MASK34)].set(v), (T(3, 4), V(_MASK34, "bool"), T(5)),
+         fake=False),
     Case("setitem_step", lambda x, v: _setitem(x, (Ellipsis, slice(None, None, 2)), v),
          lambda x, v: x.at[..., ::2].set(v), (T(3, 5), T(3, 3))),
     # linear algebra

@@ -259,6 +259,20 @@ def test_getitem_out_of_range_is_index_error() -> None:
     assert [row.tolist() for row in x] == [[1.0, 1.0]] * 3  # iteration stops at the end
 
 
+def test_setitem_value_that_does_not_fit_the_selection() -> None:
+    """PyTorch's text; the tensor is left as it was (the mask's 3 places, a value of 2)."""
+    x, mask = acg.zeros(4), acg.tensor([True, False, True, True])
+    with pytest.raises(RuntimeError, match=r"shape mismatch: value tensor of shape \[2\] "
+                       r"cannot be broadcast to indexing result of shape \[3\]"):
+        x[mask] = acg.tensor([1.0, 2.0])
+    with pytest.raises(RuntimeError, match=r"value tensor of shape \[2, 3\] cannot be broadcast "
+                       r"to indexing result of shape \[3\]"):
+        x[mask] = acg.ones(2, 3)
+    assert x.tolist() == [0.0] * 4
+    x[mask] = acg.tensor([7.0])  # one value fills every place
+    assert x.tolist() == [7.0, 0.0, 7.0, 7.0]
+
+
 def test_inplace_on_leaf_requiring_grad() -> None:
     x = acg.ones(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):

@@ -11,8 +11,9 @@ from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .anomaly import detect_anomaly, set_detect_anomaly
 from .node import AccumulateGrad, Node
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = ["graph", "backward", "grad", "Function", "FunctionCtx", "once_differentiable",
            "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled", "detect_anomaly",
-           "set_detect_anomaly", "AccumulateGrad", "Node"]
+           "set_detect_anomaly", "AccumulateGrad", "Node", "gradcheck", "gradgradcheck"]
 from . import functional  # noqa: E402,F401  (funclin: acg.autograd.functional)

@@ -15,6 +15,7 @@ which lets the same backward be retried after a failure.
 from __future__ import annotations
 
 import heapq
+import warnings
 from typing import Any, Callable, Sequence
 
 import jax.numpy as jnp
@@ -453,15 +454,28 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
 
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
-         create_graph: bool = False, allow_unused: bool | None = None,
-         materialize_grads: bool = False) -> tuple[Tensor | None, ...]:
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False
+         ) -> tuple[Tensor | None, ...]:
     """Gradients of ``outputs`` with respect to ``inputs``, returned (``.grad`` untouched).
+    With ``is_grads_batched``, each grad output has a leading batch dimension and the
+    result is one gradient per batch entry, stacked (PyTorch vmaps; this loops).
 
     >>> import autograd_compile as acg
     >>> x = acg.tensor([3.0], requires_grad=True)
     >>> acg.autograd.grad((x ** 2).sum(), x)[0].tolist()
     [6.0]
+    >>> y = x * acg.tensor([1.0, 2.0])  # the Jacobian, one row per batched grad output
+    >>> acg.autograd.grad(y, x, acg.eye(2), is_grads_batched=True)[0].tolist()
+    [[1.0], [2.0]]
     """
+    if not only_inputs:  # PyTorch's deprecation: the argument does nothing
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
+                      "True). To accumulate gradient for other parts of the graph, please use "
+                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
     outs, ins = _as_list(outputs), _as_list(inputs)
     grads = _as_list(grad_outputs) if grad_outputs is not None else [None] * len(outs)
     for i, t in enumerate(ins):
@@ -480,6 +494,23 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         result = [g if g is not None else _make(jnp.zeros(t.shape, t.dtype))
                   for g, t in zip(result, ins)]
     return tuple(result)
+
+
+def _batched_grad(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: bool | None,
+                  create_graph: bool, allow_unused: bool | None, materialize_grads: bool
+                  ) -> tuple[Tensor | None, ...]:
+    """``grad`` once per entry of the grad outputs' leading dimension, results stacked."""
+    from ..kernels.api import stack
+    gos = _as_list(grad_outputs)
+    if grad_outputs is None or not gos or any(not isinstance(g, Tensor) or not g.shape
+                                              for g in gos):
+        raise RuntimeError("grad: is_grads_batched=True needs grad_outputs, each with a "
+                           "leading batch dimension")
+    n = gos[0].shape[0]
+    rows = [grad(outputs, inputs, [g[b] for g in gos], True if b < n - 1 else retain_graph,
+                 create_graph, allow_unused=allow_unused, materialize_grads=materialize_grads)
+            for b in range(n)]
+    return tuple(None if col[0] is None else stack(list(col)) for col in zip(*rows))
 
 
 ENGINE_BACKWARD.append(backward)  # Tensor.backward calls it
