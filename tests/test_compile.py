@@ -658,3 +658,54 @@ def test_cnn_example_model_trains_like_eager() -> None:
     batches = [(acg.tensor(x[:8]), acg.tensor(y[:8])), (acg.tensor(x[8:]), acg.tensor(y[8:]))]
     _train_twins(model, twin, batches, ExecModeless())
     assert acg.aot.counters["traces"] == 1
+
+
+def _coin_program(draw, backward):
+    """A step that flips a coin (teacher forcing) and uses a tensor's value in Python."""
+    def step(x, w):
+        forced = draw() < 0.5
+        y = (x * w).sum() if forced else (x - w).pow(2).sum()
+        if backward:
+            y.backward()
+        return y.item() + 1.0  # data-dependent: the step cannot be one program
+    return step
+
+
+@pytest.mark.parametrize("source", ["random", "numpy"])
+@pytest.mark.parametrize("whole", [False, True])
+def test_a_trace_that_falls_back_leaves_pythons_random_numbers_as_eager(source, whole):
+    """Each call draws exactly the numbers eager draws: a failed trace's draws are undone
+    before the eager rerun, and a trace that draws is not kept (a program would replay
+    its first coin flip). Results, gradients and the streams equal eager's."""
+    import random
+    draw = random.random if source == "random" else np.random.random_sample
+
+    def run(compiled):
+        random.seed(0)
+        np.random.seed(0)
+        x, w = acg.ones(3), acg.tensor([0.1, 0.2, 0.3], requires_grad=True)
+        step = _coin_program(draw, backward=whole)  # whole: a training step's trace
+        step = acg.compile(step) if compiled else step
+        outs = [step(x, w) for _ in range(6)]
+        return outs, w.grad, random.random(), np.random.random_sample()
+
+    want, got = run(False), run(True)
+    assert got[0] == want[0] and got[2:] == want[2:]
+    if whole:
+        assert_close(got[1].numpy(), want[1].numpy())
+
+
+def test_a_function_that_draws_python_random_numbers_runs_eagerly_every_call(caplog):
+    import random
+
+    def f(x):
+        return x * random.random()
+
+    g = acg.compile(f)
+    random.seed(1)
+    got = [g(acg.ones(1)).item() for _ in range(3)]
+    random.seed(1)
+    assert got == [acg.ones(1).mul(random.random()).item() for _ in range(3)]
+    assert len(set(got)) == 3  # a fresh draw every call, not one replayed
+    with pytest.raises(aot_api.Unsupported, match="global random numbers"):
+        acg.compile(f, fullgraph=True)(acg.ones(1))

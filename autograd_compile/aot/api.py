@@ -22,7 +22,7 @@ from .guards import SizeGuards, signature_diff
 from .partition import partition
 from .paths import paths_to, resolve
 from .program import Region, counters
-from .trace import NotTraceable, trace_joint
+from .trace import NotTraceable, python_random_kept, trace_joint
 from .tree import flatten, flatten_call
 from .wholestep import WholeStep, wants_whole_step
 
@@ -161,7 +161,8 @@ class CompiledFunction:
             return None
         self._mark_dynamic(sig, sizes)
         try:
-            entry = self._trace(args, kwargs, leaves, state, sig)
+            with python_random_kept():
+                entry = self._trace(args, kwargs, leaves, state, sig)
         except NotTraceable as e:
             if self.fullgraph:
                 raise Unsupported(f"acg.compile(fullgraph=True): {self.__qualname__} cannot be "

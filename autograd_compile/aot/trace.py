@@ -21,11 +21,13 @@ from __future__ import annotations
 import contextlib
 import heapq
 import os
+import random
 import threading
 import traceback
 from typing import Any, Callable, Iterator
 
 import jax.numpy as jnp
+import numpy as np
 
 from ..autograd import engine
 from ..autograd.grad_mode import set_grad_enabled
@@ -44,6 +46,28 @@ from .tree import flatten, unflatten
 
 class NotTraceable(Exception):
     """The region cannot be traced faithfully; ``str(e)`` says why."""
+
+
+@contextlib.contextmanager
+def python_random_kept() -> Iterator[None]:
+    """Around a trace: Python's ``random`` and numpy's global generator are left as they
+    were when the trace fails (the eager rerun then draws what eager alone would), and a
+    trace that draws from them fails (a program would replay its first draws forever: a
+    teacher-forcing coin flip decided once)."""
+    py, npy = random.getstate(), np.random.get_state()
+    try:
+        yield
+    except BaseException:
+        random.setstate(py)
+        np.random.set_state(npy)
+        raise
+    drew = random.getstate() != py
+    now = np.random.get_state()
+    if drew or not (now[2:] == npy[2:] and np.array_equal(now[1], npy[1])):
+        random.setstate(py)
+        np.random.set_state(npy)
+        raise NotTraceable(f"it draws from {'Python' if drew else 'numpy'}'s global random "
+                           "numbers, which a compiled program would draw once and replay")
 
 
 class Primal:

@@ -94,7 +94,7 @@ from .deferred import DeferredItem
 from .paths import Path, paths_to, resolve
 from .program import counters
 from .split import Routers, hook_dicts, hook_token, impure_hook, run_split
-from .trace import NotTraceable, _describe
+from .trace import NotTraceable, _describe, python_random_kept
 from .tree import flatten, flatten_call, unflatten
 
 _TRACING = threading.local()
@@ -349,7 +349,8 @@ class WholeStep:
         entry.program = jax.jit(_body(owner._fn, spec, view, entry, self._reached[1]),
                                 donate_argnums=(1, 2, 3))
         try:
-            out = self._run(entry, view, leaves, args, kwargs, first=True)
+            with python_random_kept():
+                out = self._run(entry, view, leaves, args, kwargs, first=True)
         except _Lift as e:  # tensors it reached through containers: inputs, by path
             if len(self.lift_paths) + len(e.paths) > _LIFT_LIMIT:
                 self.failed.append((sig, str(e)))
