@@ -20,6 +20,7 @@ keep most ops to a line or two. Backward formulas are written in our own ops
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, Iterable
 
 from autograd_compile.autograd.derivatives import (SaveSpec, alias_for_inplace,
@@ -140,9 +141,21 @@ def inplace(name: str, functional: OpOverload) -> OpOverload:
             cause = RuntimeError(f"result type {new.dtype} can't be cast to the desired output "
                                  f"type {self.dtype}")
             raise op_error(DISPATCHER.ops[f"acg::{new_head}"], (self, *args), kwargs, cause)
-        return copy_(self, new)
+        out = copy_(self, new)
+        _saved_as(new, self)
+        return out
     kernel.__name__ = kernel.__qualname__ = f"{name}_as_copy"
     return defop(new_schema + "-> Tensor(a!)", composite=kernel)
+
+
+def _saved_as(new: Any, target: Any) -> None:
+    """``relu_``'s backward reads relu's result, which is now ``target`` itself: its saved
+    output refers to the written tensor, so a later in-place write to it raises PyTorch's
+    version error, and a trace maps it to the in-place op's result (``new`` is an
+    intermediate a trace never sees)."""
+    for sv in getattr(new.grad_fn, "saved_out", None) or ():
+        if sv is not None and sv.ref() is new and new.dtype == target.dtype:
+            sv.ref, sv.version = weakref.ref(target), target._version
 
 
 # -- shape rules for the recurring cases ------------------------------------------------

@@ -297,5 +297,5 @@ def _max_pool_backward(g: tuple, x: Any, k: Any, s: Any, p: Any, d: Any, ceil: b
 
 max_pool2d = defop("max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride, "
                    "int[2] padding, int[2] dilation, bool ceil_mode=False) -> (Tensor, Tensor)",
-                   _max_pool, shape=_max_rule, check=True, save=("out",),
+                   _max_pool, shape=_max_rule, check=True, save=("out[1]",),
                    backward=_max_pool_backward)

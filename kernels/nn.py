@@ -467,4 +467,4 @@ def _bn_backward(g: tuple, x: Any, w: Any, b: Any, rm: Any, rv: Any, training: b
 batch_norm = defop("batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
                    "Tensor? running_var, bool training, float momentum, float eps) "
                    "-> (Tensor, Tensor, Tensor)", _batch_norm, shape=_bn_rule, check=True,
-                   save=("input", "weight", "out"), backward=_bn_backward)
+                   save=("input", "weight", "out[1]", "out[2]"), backward=_bn_backward)

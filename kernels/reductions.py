@@ -255,9 +255,9 @@ def _select_backward(g: tuple, x: Any, dim: int, keepdim: bool, out: tuple) -> A
 
 _TWO = "(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"
 max_dim = defop("max.dim" + _TWO, _with_index("max", "argmax"), host=True, cost="stream", shape=_with_index_rule,
-                save=("out",), backward=_select_backward)
+                save=("out[1]",), backward=_select_backward)
 min_dim = defop("min.dim" + _TWO, _with_index("min", "argmin"), host=True, cost="stream", shape=_with_index_rule,
-                save=("out",), backward=_select_backward)
+                save=("out[1]",), backward=_select_backward)
 
 
 def _arg(name: str) -> Callable:

@@ -87,10 +87,10 @@ def _scatter_back(g: tuple, x: Any, dim: int, out: tuple) -> Any:
 
 _VALUES_INDICES = "-> (Tensor values, Tensor indices)"
 sort = defop("sort(Tensor self, int dim=-1, bool descending=False, bool stable=False) "
-             + _VALUES_INDICES, _sort, shape=_sort_rule, save=("out",),
+             + _VALUES_INDICES, _sort, shape=_sort_rule, save=("out[1]",),
              backward=lambda g, x, dim, descending, stable, out: _scatter_back(g, x, dim, out))
 topk = defop("topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) "
-             + _VALUES_INDICES, _topk, shape=_topk_rule, check=True, save=("out",),
+             + _VALUES_INDICES, _topk, shape=_topk_rule, check=True, save=("out[1]",),
              backward=lambda g, x, k, dim, largest, sorted, out: _scatter_back(g, x, dim, out))
 
 

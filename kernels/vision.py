@@ -195,7 +195,7 @@ def _max_pool(x: Any, k: Any, s: Any, p: Any, d: Any, ceil: bool = False) -> tup
 
 max_pool_nd = defop("max_pool_nd_with_indices(Tensor self, int[] kernel_size, int[] stride, "
                     "int[] padding, int[] dilation, bool ceil_mode=False) -> (Tensor, Tensor)",
-                    _max_pool, shape=_max_rule, check=True, save=("out",),
+                    _max_pool, shape=_max_rule, check=True, save=("out[1]",),
                     backward=lambda g, x, k, *a: _scatter_back(g[0], a[-1][1], list(x.shape),
                                                                len(k)))
 
@@ -289,7 +289,7 @@ def _adaptive_max(x: Any, output_size: Any) -> tuple:
 
 adaptive_max_pool_nd = defop(
     "adaptive_max_pool_nd(Tensor self, SymInt[] output_size) -> (Tensor, Tensor)",
-    _adaptive_max, shape=_adaptive_max_rule, check=True, save=("out",),
+    _adaptive_max, shape=_adaptive_max_rule, check=True, save=("out[1]",),
     backward=lambda g, x, size, out: _scatter_back(g[0], out[1], list(x.shape), len(size)))
 
 
@@ -555,6 +555,6 @@ def _fractional(x: Any, k: Any, output_size: Any, samples: Any) -> tuple:
 fractional_max_pool_nd = defop(
     "fractional_max_pool_nd(Tensor self, int[] kernel_size, int[] output_size, "
     "Tensor random_samples) -> (Tensor, Tensor)", _fractional, shape=_fractional_rule,
-    check=True, save=("out",),
+    check=True, save=("out[1]",),
     backward=lambda g, x, k, size, samples, out: (
         _scatter_back(g[0], out[1], list(x.shape), len(k)), None))

@@ -385,3 +385,59 @@ def test_grad_takes_pytorchs_whole_signature(mode):
     assert x.grad is None
     with pytest.raises(RuntimeError, match="is_grads_batched=True needs grad_outputs"):
         acg.autograd.grad((x * x).sum(), x, is_grads_batched=True)
+
+
+_READS_ONLY_PART = {  # ops whose backward reads some outputs only (statistics, indices)
+    "batch_norm": lambda x: acg.nn.functional.batch_norm(x, None, None, training=True),
+    "max_pool2d": lambda x: acg.nn.functional.max_pool2d(x, 2),
+    "adaptive_max_pool2d": lambda x: acg.nn.functional.adaptive_max_pool2d(x, 2),
+    "max_pool1d": lambda x: acg.nn.functional.max_pool1d(x.flatten(2), 2),
+    "max.dim": lambda x: x.max(1)[0],
+    "sort": lambda x: x.sort(-1)[0],
+    "topk": lambda x: x.topk(2)[0],
+}
+
+
+@pytest.mark.parametrize("op", sorted(_READS_ONLY_PART))
+def test_inplace_on_an_output_the_backward_does_not_read(mode, op):
+    """Conv -> BatchNorm -> ReLU(inplace=True), MaxPool -> ReLU(True): the in-place write
+    bumps the output's version, which PyTorch's backward never checks (it saves the
+    statistics or indices, not the output). Gradients equal the out-of-place program's."""
+    fn = _READS_ONLY_PART[op]
+    x0 = np.random.default_rng(0).standard_normal((2, 3, 6, 6)).astype(np.float32)
+
+    def grad(inplace):
+        x = acg.tensor(x0, requires_grad=True)
+        y = fn(x * 1)
+        y = y.relu_() if inplace else y.relu()
+        with mode():
+            (y * y).sum().backward()
+        return x.grad.numpy()
+
+    want = grad(False)
+    assert_close(grad(True), want)
+    assert np.abs(want).sum() > 0
+
+
+@pytest.mark.parametrize("op", ["relu_", "sigmoid_", "tanh_", "exp_"])
+def test_inplace_ops_whose_backward_reads_their_result(mode, op):
+    """x.relu_() reads relu's result in backward, which is x itself: gradients equal the
+    out-of-place op's, in a compiled region too, and a later write to x raises PyTorch's
+    version error."""
+    x0 = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+
+    def run(fn):
+        x = acg.tensor(x0, requires_grad=True)
+        with mode():
+            (fn(x) * 2).sum().backward()
+        return x.grad.numpy()
+
+    inplace = lambda x: getattr(x * 1, op)()  # noqa: E731
+    want = run(lambda x: getattr(x * 1, op.rstrip("_"))())
+    assert_close(run(inplace), want)
+    assert_close(run(acg.compile(inplace, fullgraph=True)), want, rtol=1e-5)
+    y = inplace(acg.tensor(x0, requires_grad=True))
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        with mode():
+            y.sum().backward()

@@ -481,3 +481,44 @@ def test_mnist_style_test_program_model_in_one_graph(mode):
     for a, b in zip(results[1][1], results[0][1]):
         assert_close(a, b, rtol=1e-4, atol=1e-6)
     assert counters["eager_runs"] == 0
+
+
+class BasicBlock(nn.Module):
+    """A torchvision-style residual block: BatchNorm then ReLU(inplace=True), and the
+    shortcut added in place after a BatchNorm."""
+
+    def __init__(self, c: int) -> None:
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.conv2, self.bn2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.relu = nn.ReLU(inplace=True)
+        self.pool = nn.MaxPool2d(2)
+
+    def forward(self, x: acg.Tensor) -> acg.Tensor:
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        out += x
+        return self.relu(self.pool(self.relu(out))).flatten(1).sum(1)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_resnet_block_with_inplace_relu_after_batchnorm_compiles(mode, training):
+    """In-place writes to BatchNorm's and MaxPool's outputs: one program, eager's values,
+    gradients and running statistics."""
+    acg.manual_seed(0)
+    model, twin = BasicBlock(4).train(training), BasicBlock(4).train(training)
+    twin.load_state_dict(model.state_dict())
+    x0 = _RNG.standard_normal((2, 4, 6, 6)).astype(np.float32)
+    cmodel = acg.compile(model, fullgraph=True)
+    for _ in range(2):
+        x, xt = acg.tensor(x0, requires_grad=True), acg.tensor(x0, requires_grad=True)
+        got, want = cmodel(x), twin(xt)
+        assert_close(got, want, rtol=1e-5, atol=1e-5)
+        with mode():
+            got.sum().backward()
+            want.sum().backward()
+        assert_close(x.grad, xt.grad, rtol=1e-4, atol=1e-5)
+    for a, b in zip(_grads_of(model), _grads_of(twin)):
+        assert_close(a, b, rtol=1e-4, atol=1e-5)
+    assert_close(model.bn1.running_mean, twin.bn1.running_mean, rtol=1e-5, atol=1e-6)
+    assert counters["traces"] == 1 and counters["eager_runs"] == 0

@@ -62,7 +62,8 @@ def _derivative(op: OpOverload, fn: Callable | None, save: SaveSpec) -> Derivati
         return Derivative(fn, None if save is None else frozenset(save))
     names = {a.name for a in op.schema.arguments} | {"out"}
     uses = {k: frozenset((v,) if isinstance(v, str) else v) for k, v in save.items()}
-    unknown = (set(uses) | set().union(*uses.values())) - names
+    unknown = {n for n in (set(uses) | set().union(*uses.values())) - names
+               if _OUT_INDEX.fullmatch(n) is None}
     if unknown:
         raise ValueError(f"{op.qualname}: save names unknown arguments {sorted(unknown)}")
     return Derivative(fn, frozenset().union(*uses.values()), tuple(uses.items()))
@@ -116,7 +117,8 @@ class OpNode(Node):
                 else s for s in self.saved]
 
     def apply(self, grad_outputs: list[Tensor | None]) -> list[Tensor | None]:
-        outs = [s.unpack(self) for s in self.saved_out] if self.saved_out is not None else None
+        outs = [s if s is None else s.unpack(self) for s in self.saved_out] \
+            if self.saved_out is not None else None
         return self.apply_with(grad_outputs, self.unpack_args(), outs, self.input_meta)
 
     def apply_with(self, grad_outputs: list, args: list, outs: list | None, metas: list
@@ -171,7 +173,8 @@ class OpNode(Node):
                     if type(v) is SavedVariable:
                         v.release()
         for s in self.saved_out or ():
-            s.release()
+            if s is not None:
+                s.release()
 
 
 def _materialize(g: Tensor | None, meta: TensorMeta) -> Tensor | None:
@@ -208,37 +211,51 @@ class _OpInfo:
     and which of them the formula reads (saved) rather than only their shape."""
 
     __slots__ = ("tensor_args", "keep", "save_out", "uses", "_kept")
+    # save_out: the outputs the formula reads, as a set of indices (ALL_OUTPUTS: every one)
 
     def __init__(self, op: OpOverload, deriv: Derivative | None) -> None:
         args = op.schema.arguments
         self.tensor_args = tuple(a.is_tensor for a in args)
         save = None if deriv is None else deriv.save
         self.keep = tuple(save is None or a.name in save for a in args)
-        self.save_out = bool(save and "out" in save)
+        self.save_out = _out_reads(save or frozenset())
         # per argument: (indices of the arguments its gradient reads, whether it reads out)
         self.uses: tuple[tuple[tuple[int, ...], bool], ...] | None = None
         if deriv is not None and deriv.uses is not None:
             index, uses = {a.name: i for i, a in enumerate(args)}, dict(deriv.uses)
             self.uses = tuple(_reads(uses.get(a.name, frozenset()), index) for a in args)
-        self._kept: dict[int, tuple[tuple[bool, ...], bool]] = {}
+        self._kept: dict[int, tuple[tuple[bool, ...], frozenset[int]]] = {}
 
-    def kept(self, needs: int) -> tuple[tuple[bool, ...], bool]:
-        """Which arguments to save, and whether to save out, given the bit mask of the
+    def kept(self, needs: int) -> tuple[tuple[bool, ...], frozenset[int]]:
+        """Which arguments to save, and which outputs, given the bit mask of the
         arguments whose gradient is needed (memoised per mask: this runs on every op)."""
         hit = self._kept.get(needs)
         if hit is None:
-            keep, out = [False] * len(self.uses), False
+            keep, out = [False] * len(self.uses), frozenset()
             for i, (reads, reads_out) in enumerate(self.uses):
                 if needs >> i & 1:
                     for j in reads:
                         keep[j] = True
-                    out = out or reads_out
+                    out = out | reads_out
             hit = self._kept[needs] = (tuple(keep), out)
         return hit
 
 
-def _reads(names: frozenset[str], index: dict[str, int]) -> tuple[tuple[int, ...], bool]:
-    return tuple(index[n] for n in names if n != "out"), "out" in names
+_OUT_INDEX = re.compile(r"out\[(\d+)\]")
+ALL_OUTPUTS = frozenset({-1})  # "out": every output (-1 in a union of reads)
+
+
+def _out_reads(names: frozenset[str]) -> frozenset[int]:
+    """The outputs named: "out" is every one (ALL_OUTPUTS), "out[k]" the k-th alone (a
+    formula that reads only batch_norm's statistics must not save, and so version-check,
+    the normalised output a later in-place ReLU writes)."""
+    if "out" in names:
+        return ALL_OUTPUTS
+    return frozenset(int(m.group(1)) for m in map(_OUT_INDEX.fullmatch, names) if m)
+
+
+def _reads(names: frozenset[str], index: dict[str, int]) -> tuple[tuple[int, ...], frozenset]:
+    return tuple(index[n] for n in names if n in index), _out_reads(names)
 
 
 _INFO: dict[OpOverload, tuple[Derivative | None, _OpInfo]] = {}
@@ -284,7 +301,7 @@ def _record(op: OpOverload, bound: list, out: Any, deriv: Derivative | None) -> 
         return out
     edges = [(t.grad_fn, t._output_nr) if t.grad_fn is not None else gradient_edge(t)
              for t in tensors]
-    save_out = False
+    save_out: frozenset[int] = frozenset()
     if deriv is None:
         node: Node = ErrorNode(f"the derivative for '{op.qualname}' is not implemented", edges)
     else:
@@ -296,8 +313,10 @@ def _record(op: OpOverload, bound: list, out: Any, deriv: Derivative | None) -> 
     for i, o in enumerate(outs):
         if floating[i]:
             o.grad_fn, o._output_nr, o._requires_grad = node, i, True
-    if save_out:
-        node.saved_out = [SavedVariable(o, is_output=True) for o in outs]
+    if save_out:  # an output the formula does not read is None: never version-checked
+        node.saved_out = [SavedVariable(o, is_output=True)
+                          if -1 in save_out or i in save_out else None
+                          for i, o in enumerate(outs)]
     return out
 
 

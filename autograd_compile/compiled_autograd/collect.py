@@ -112,7 +112,8 @@ def visit_op_node(node: OpNode, v: Any) -> NodeState:
                          for x in value])
         else:
             args.append(visit_value(value, v, is_size))
-    outs = [v.saved(s, node) for s in node.saved_out] if node.saved_out is not None else None
+    outs = [s if s is None else v.saved(s, node) for s in node.saved_out] \
+        if node.saved_out is not None else None
     return NodeState(args, outs)
 
 
@@ -433,7 +434,10 @@ class Collector:
                 visit_value(value, self, is_size)
         if node.saved_out is not None:
             for sv in node.saved_out:
-                self.saved(sv, node)
+                if sv is None:  # an output the formula does not read
+                    key.append(None)
+                else:
+                    self.saved(sv, node)
         for m in node.input_meta:
             shape = m.shape
             key.append(("M", m.dtype, len(shape)))

@@ -193,7 +193,10 @@ def _op_node(c: Writer, node: OpNode) -> bool:
         c.emit("so = n.saved_out")
         c.fail_if(f"so is None or len(so) != {len(node.saved_out)}")
         for k, sv in enumerate(node.saved_out):
-            write_saved(c, sv, f"so[{k}]")
+            if sv is None:
+                c.fail_if(f"so[{k}] is not None")
+            else:
+                write_saved(c, sv, f"so[{k}]")
     write_metas(c, node.input_meta)
     return True
 
