@@ -709,3 +709,17 @@ def test_a_function_that_draws_python_random_numbers_runs_eagerly_every_call(cap
     assert len(set(got)) == 3  # a fresh draw every call, not one replayed
     with pytest.raises(aot_api.Unsupported, match="global random numbers"):
         acg.compile(f, fullgraph=True)(acg.ones(1))
+
+
+def test_a_graph_that_cannot_be_built_runs_eagerly_with_the_reason(monkeypatch, caplog):
+    """An internal failure after the trace (building the programs) is a logged eager run,
+    never an exception in the user's program; fullgraph=True raises it."""
+    def broken(joint):
+        raise AttributeError("get_attr target '_tensor_constant0': root dict has no key")
+    monkeypatch.setattr(aot_api, "partition", broken)
+    f = acg.compile(lambda x: x * 2)
+    with caplog.at_level(logging.WARNING):
+        assert f(acg.ones(2)).tolist() == [2.0, 2.0]
+    assert "<lambda> eagerly: AttributeError: get_attr target" in caplog.text
+    with pytest.raises(aot_api.Unsupported, match="_tensor_constant0"):
+        acg.compile(lambda x: x * 3, fullgraph=True)(acg.ones(2))

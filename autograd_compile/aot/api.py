@@ -22,7 +22,7 @@ from .guards import SizeGuards, signature_diff
 from .partition import partition
 from .paths import paths_to, resolve
 from .program import Region, counters
-from .trace import NotTraceable, python_random_kept, trace_joint
+from .trace import NotTraceable, _describe, python_random_kept, trace_joint
 from .tree import flatten, flatten_call
 from .wholestep import WholeStep, wants_whole_step
 
@@ -185,7 +185,10 @@ class CompiledFunction:
         with _registries_kept(self._modules.modules):
             joint = trace_joint(fn, in_spec, leaves, _arg_names(self._fn, args, kwargs),
                                 list(zip(self._modules.names, state)), dynamic, sig[0], sinks)
-        region = Region(joint, partition(joint))
+        try:
+            region = Region(joint, partition(joint))
+        except Exception as e:  # noqa: BLE001 - a graph we cannot build: eager, with why
+            raise NotTraceable(_describe(e)) from e
         if config.log_enabled("aot"):
             bw = region.backward_graph
             log.debug("%s: traced\nforward:\n%s\nbackward:\n%s\nguards: %s", self.__qualname__,
