@@ -184,7 +184,7 @@ class CheckedProgram:
     A program whose trace records no check (or checks off) never runs one again.
     """
 
-    __slots__ = ("main", "checks", "unchecked")
+    __slots__ = ("main", "checks", "unchecked", "traced")
 
     def __init__(self, main: Callable, traced: Callable, **jit_kwargs: Any) -> None:
         def checks(*args: Any) -> Any:
@@ -194,12 +194,16 @@ class CheckedProgram:
         self.main = jax.jit(main, **jit_kwargs)
         self.checks = jax.jit(checks, **jit_kwargs)
         self.unchecked = False
+        self.traced = traced
 
     def __call__(self, *args: Any) -> Any:
         if not self.unchecked:
             packed = self.checks(*args)
             if packed is None:
                 self.unchecked = True
+            elif isinstance(packed, jax.core.Tracer):  # called inside another program's
+                # trace (a backward inside a whole step): its checks become that program's
+                return self.traced(*args) if active() else self.main(*args)
             else:
                 raise_failed(packed)  # before the program runs: nothing is written back
         return self.main(*args)

@@ -281,7 +281,12 @@ class Tensor:
         """An ``acg.device`` ("cpu", or "cuda:N" for JAX's N-th GPU)."""
         from .devices import of_jax
         devices = getattr(self._store, "devices", None)  # (a numpy value is on the CPU)
-        return of_jax(next(iter(devices())) if devices else jax.local_devices()[0])
+        if devices is not None:
+            try:
+                return of_jax(next(iter(devices())))
+            except jax.errors.ConcretizationTypeError:  # traced (a whole step's body): where
+                pass                                     # its program runs, the default
+        return of_jax(jax.local_devices()[0])
 
     @property
     def ndim(self) -> int:

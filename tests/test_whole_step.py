@@ -776,3 +776,54 @@ def test_a_step_one_call_away_is_still_a_step() -> None:
         assert abs(float(loss) - float(compiled(x, y))) <= 1e-5
         _assert_same(m1, o1, m2, o2, f"step {i}")
     assert counters["eager_runs"] == 0 and counters["traces"] <= 2
+
+
+def _bce_with_own_labels(m: nn.Module, x: acg.Tensor, y: acg.Tensor) -> acg.Tensor:
+    """DCGAN's discriminator step: a label tensor made in the step, on the input's
+    device, refilled in place; a mask made with ``device=x.device``."""
+    label = acg.full((x.size(0),), 1.0, device=x.device)
+    label.fill_(0.0)
+    mask = acg.ones(3, device=x.device)
+    return nn.functional.binary_cross_entropy_with_logits((m(x) * mask).sum(1), label)
+
+
+def _diag_of_a_parameter(m: nn.Module, x: acg.Tensor, y: acg.Tensor) -> acg.Tensor:
+    """A covariance built from a parameter's diagonal (diag_embed writes into zeros it
+    makes) and read back with diagonal + log, the Gaussian-process log-det idiom."""
+    w = m[0].weight[:3, :3]
+    cov = acg.diag_embed(w.exp().diagonal()) + w @ w.T
+    return nn.functional.cross_entropy(m(x), y) + cov.diagonal().log().sum() * 1e-2
+
+
+@pytest.mark.parametrize("loss_fn", [_bce_with_own_labels, _diag_of_a_parameter])
+def test_tensors_the_step_makes_and_writes_are_its_own(loss_fn: Callable) -> None:
+    """Tensors made inside the step (filled in place, on ``x.device``) are made again at
+    every call: one program, eager's parameters, gradients and state."""
+    _compare(_mlp, lambda m: acg.optim.Adam(m.parameters(), lr=1e-2), _classes((6,)), 6,
+             loss_fn=loss_fn, adam=True)
+
+
+def test_a_backward_under_compiled_autograd_inside_the_step() -> None:
+    """The step run inside ``compiled_autograd.enable``: its backward program (which has
+    value checks: cholesky) is traced into the step, not called with traced values."""
+    def setup() -> tuple:
+        p = nn.Parameter(acg.ones(2))
+        opt = acg.optim.SGD([p], lr=0.1)
+
+        def step() -> acg.Tensor:
+            opt.zero_grad()
+            chol = acg.linalg.cholesky(p * acg.eye(2) + acg.eye(2))
+            loss = acg.log(acg.diagonal(chol)).sum()  # the Gaussian-process log-det idiom
+            loss.backward()
+            opt.step()
+            return loss
+        return p, step
+
+    (p1, eager), (p2, step) = setup(), setup()
+    compiled = acg.compile(step, fullgraph=True)
+    acg.aot.reset()
+    with acg.compiled_autograd.enable("jax"):
+        for _ in range(3):
+            assert abs(float(eager()) - float(compiled())) <= 1e-6
+            assert _maxdiff(p1, p2) <= TOL and _maxdiff(p1.grad, p2.grad) <= TOL
+    assert counters["eager_runs"] == 0

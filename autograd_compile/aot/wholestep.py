@@ -549,7 +549,9 @@ def _key(n: int) -> Any:
 
 
 class _ConstGuard(DispatchMode):
-    """While tracing: tensors ops read that are not inputs become guarded constants."""
+    """While tracing: tensors ops read that are not inputs become guarded constants;
+    tensors ops make are the step's own (a label it fills, a mask it builds), which it
+    may write in place: they are made again at every call."""
 
     def __init__(self, consts: list, known: set[int]) -> None:
         self.consts, self.known = consts, known
@@ -562,7 +564,10 @@ class _ConstGuard(DispatchMode):
             if not isinstance(d, jax.core.Tracer) and id(a) not in self.known:
                 self.known.add(id(a))
                 self.consts.append((a, d))
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        for t in _tensors(out if isinstance(out, (tuple, list)) else (out,)):
+            self.known.add(id(t))
+        return out
 
 
 def _meta(a: Any) -> tuple:
