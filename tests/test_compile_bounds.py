@@ -212,3 +212,46 @@ def test_runtime_checks_docstring_example_runs() -> None:
     import doctest
     result = doctest.testmod(runtime_checks)
     assert result.failed == 0 and result.attempted > 0
+
+
+@pytest.mark.parametrize("bad", ["embedding", "target"])
+def test_a_whole_training_step_raises_the_eager_error_and_changes_nothing(bad):
+    """acg.compile(train_step): an out-of-range token or class target raises eager's
+    error (type and text) before the step runs, so parameters, gradients and optimizer
+    state keep their values (the step donates them); a later good call is a cache hit."""
+    def setup():
+        acg.manual_seed(0)
+        model = acg.nn.Sequential(acg.nn.Embedding(10, 4), acg.nn.Flatten(),
+                                  acg.nn.Linear(8, 3))
+        opt = acg.optim.Adam(model.parameters(), lr=1e-2)
+
+        def step(tokens, target):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(tokens), target)
+            loss.backward()
+            opt.step()
+            return loss
+        return model, opt, step
+
+    good = (_i([1, 2], [3, 4]), _i(0, 2))
+    wrong = (_i([1, 2], [3, 10]), _i(0, 2)) if bad == "embedding" else \
+        (_i([1, 2], [3, 4]), _i(0, 3))
+    m1, o1, eager = setup()
+    m2, o2, step = setup()
+    compiled = acg.compile(step, fullgraph=True)
+    assert_close(compiled(*good), eager(*good))
+    want = _error(eager, wrong)
+    before = [(p.detach().numpy().copy(), p.grad.numpy().copy()) for p in m2.parameters()]
+    state = [{k: v.numpy().copy() for k, v in o2.state[p].items()} for p in m2.parameters()]
+    got = _error(compiled, wrong)
+    assert type(got) is type(want) and str(got) == str(want)
+    for p, (w, g), st in zip(m2.parameters(), before, state):
+        np.testing.assert_array_equal(p.detach().numpy(), w)
+        np.testing.assert_array_equal(p.grad.numpy(), g)
+        for k, v in o2.state[p].items():
+            np.testing.assert_array_equal(v.numpy(), st[k])
+    m1.load_state_dict(m2.state_dict())  # eager's failed call did run part of its step
+    o1.load_state_dict(o2.state_dict())
+    assert_close(compiled(*good), eager(*good), rtol=1e-5)
+    # two traces: the first step (Adam's state made), then the rest; the last call hits
+    assert counters["eager_runs"] == 0 and counters["traces"] == 2

@@ -89,6 +89,7 @@ from ..modes import DispatchMode
 from ..nn.modules import Module
 from ..optim.optimizer import Optimizer, _as_floats
 from ..optim._lr_base import LRScheduler
+from ..runtime_checks import collecting, raise_failed
 from ..tensor import Tensor, _make
 from .deferred import DeferredItem
 from .paths import Path, paths_to, resolve
@@ -165,11 +166,12 @@ def _names(code: Any) -> set[str]:
 class _Entry:
     """One trace of the step: its guards, its program and how to write results back."""
 
-    __slots__ = ("sig", "program", "consts", "meta", "after")
+    __slots__ = ("sig", "program", "consts", "meta", "after", "checks")
 
     def __init__(self, sig: tuple, program: Any, consts: list, meta: dict) -> None:
         self.sig, self.program, self.consts, self.meta = sig, program, consts, meta
         self.after: tuple | None = None  # held_metas after a call: fixed by the program
+        self.checks: Callable | None = None  # the value checks' own program (bounds)
 
 
 class _View:
@@ -349,8 +351,7 @@ class WholeStep:
         entry.program = jax.jit(_body(owner._fn, spec, view, entry, self._reached[1]),
                                 donate_argnums=(1, 2, 3))
         try:
-            with python_random_kept():
-                out = self._run(entry, view, leaves, args, kwargs, first=True)
+            out = self._run(entry, view, leaves, args, kwargs, first=True)
         except _Lift as e:  # tensors it reached through containers: inputs, by path
             if len(self.lift_paths) + len(e.paths) > _LIFT_LIMIT:
                 self.failed.append((sig, str(e)))
@@ -366,7 +367,6 @@ class WholeStep:
                 self.failed.append((sig, str(e)))
             return self._eager(str(e), args, kwargs)
         else:
-            self.entries.insert(0, entry)
             return out
         # traced again with them, outside the handler (its traceback holds the arrays)
         return self(args, kwargs)
@@ -451,25 +451,32 @@ class WholeStep:
              first: bool = False) -> Any:
         if first:  # the trace (lowering runs the body) says where schedulers step
             try:
-                with warnings.catch_warnings():
+                with warnings.catch_warnings(), python_random_kept():
                     # a step that leaves some state unchanged (an accumulation-only call)
                     # cannot reuse those buffers: jax says so, harmlessly, at every trace
                     warnings.filterwarnings("ignore", "Some donated buffers were not usable")
-                    lowered = entry.program.lower(*view.inputs(leaves, _key(0)))
+                    traced = entry.program.trace(*view.inputs(leaves, _key(0)))
+                    lowered = traced.lower()
             except NotTraceable:
                 raise
             except Exception as e:  # noqa: BLE001 - reported with the reason, then eager
                 raise NotTraceable(_describe(e)) from e
             entry.program = (entry.program, lowered.compile())
+            if entry.meta["checked"]:
+                entry.checks = _check_program(traced.jaxpr)
             counters["compiles"] += 1
+            self.entries.insert(0, entry)  # kept before it runs: a failed check keeps it
         meta = entry.meta
         for s in meta["before"]:  # a scheduler stepped before opt.step(): the step reads it
             LRScheduler.step(s)
         if meta["before"]:
             view = view.again()
         jitted, compiled = entry.program
-        outs = (compiled if first else jitted)(*view.inputs(leaves, _key(meta["keys"])))
-        res, datas, grads, states, lifted, stored = outs
+        inputs = view.inputs(leaves, _key(meta["keys"]))
+        if entry.checks is not None:  # before the step runs: nothing donated or written
+            raise_failed(entry.checks(*jax.tree_util.tree_leaves(inputs)))
+        outs = (compiled if first else jitted)(*inputs)
+        res, datas, grads, states, lifted, stored, _ = outs
         for (m, k), a in zip(meta["stored"], stored):  # what the step stored on a module
             m.__dict__[k] = _make(a)
         for t, a, changed in zip(view.lifted, lifted, meta["lifted"]):
@@ -503,6 +510,16 @@ class WholeStep:
             LRScheduler.step(s)
         return unflatten(meta["out_spec"], iter([_make(a).item() if i else _make(a)
                                                   for a, i in zip(res, meta["items"])]))
+
+
+def _check_program(closed: Any) -> Callable:
+    """The step's value checks as a program of their own: the step's trace, keeping only
+    the flags (XLA drops what they do not read, mostly all but the index inputs), run
+    before the step so a failed check raises eager's error with every tensor untouched
+    (the step donates its state: after it, there is nothing to go back to)."""
+    def flags(*flat: Any) -> Any:
+        return jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat)[-1]
+    return jax.jit(flags)
 
 
 _NO_KEY: list = []
@@ -662,8 +679,9 @@ def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry, reads: list[Any
                 {id(v) for *_, v in state} | \
                 {id(t._grad) for t in tensors if t._grad is not None}
             try:
-                with _ConstGuard(entry.consts, known):
+                with _ConstGuard(entry.consts, known), collecting() as checks:
                     out = fn(*args, **kwargs)
+                    flags = checks.pack()  # index bounds, class targets: see _run
             except BaseException:
                 _consts_restored(entry.consts)  # the step's own error is the one raised
                 raise
@@ -704,8 +722,9 @@ def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry, reads: list[Any
             new_lifted = [t._data for t in view.lifted]
             entry.meta["lifted"] = [a is not d for a, d in zip(new_lifted, lifted)]
             entry.meta["stored"] = [(m, k) for m, k, _ in stored]
+            entry.meta["checked"] = flags is not None
             return (res, new_datas, new_grads, state_out, new_lifted,
-                    [t._data for *_, t in stored])
+                    [t._data for *_, t in stored], flags)
 
     return body
 
