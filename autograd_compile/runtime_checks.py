@@ -10,6 +10,10 @@ of which XLA keeps only what the checks read); the runtime reads it once per cal
 before the main program runs, and raises the first failed check's error with the
 very type and text eager raises, so nothing the call would compute is written back.
 
+A check whose error shows values (a distribution's invalid parameter, printed in eager's
+``ValueError``) records them too (:func:`enforce_values`): they come back with the flags and
+are read only when the check failed.
+
 ``ACG_CHECKS=0`` (or :func:`set_enabled`) leaves the checks out of programs traced
 afterwards (eager checks stay: they cost no program output).
 
@@ -29,13 +33,14 @@ import contextlib
 import itertools
 import os
 import threading
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 ErrorFn = Callable[[int], BaseException]
+ValuesErrorFn = Callable[[list[np.ndarray]], BaseException]
 _ENABLED = os.environ.get("ACG_CHECKS", "1").lower() not in ("0", "false", "no", "")
 _TLS = threading.local()
 # trace id -> the error builders of that trace, in check order (the packed array names its
@@ -60,15 +65,17 @@ def set_enabled(flag: bool) -> bool:
 class Collector:
     """The checks one program's trace recorded."""
 
-    __slots__ = ("flags", "details", "errors")
+    __slots__ = ("flags", "details", "errors", "values")
 
     def __init__(self) -> None:
         self.flags: list[Any] = []
         self.details: list[Any] = []
-        self.errors: list[ErrorFn] = []
+        self.errors: list[ErrorFn | _WithValues] = []
+        self.values: list[tuple] = []
 
     def pack(self) -> Any:
-        """None without checks, else one int64 array ``[trace id, flag, detail, ...]``."""
+        """None without checks, else one int64 array ``[trace id, flag, detail, ...]``, paired
+        with the recorded values' arrays when a check records some."""
         if not self.flags:
             return None
         key = next(_IDS)
@@ -76,7 +83,16 @@ class Collector:
         cols = [jnp.asarray(key, jnp.int64)]
         for f, d in zip(self.flags, self.details):
             cols += [jnp.asarray(f, jnp.int64), jnp.asarray(d, jnp.int64)]
-        return jnp.stack(cols)
+        return (jnp.stack(cols), tuple(self.values)) if self.values else jnp.stack(cols)
+
+
+class _WithValues:
+    """The error of an :func:`enforce_values` check: built from its recorded arrays."""
+
+    __slots__ = ("error", "index")
+
+    def __init__(self, error: ValuesErrorFn, index: int) -> None:
+        self.error, self.index = error, index
 
 
 @contextlib.contextmanager
@@ -104,6 +120,22 @@ def enforce(bad: Any, detail: Any, error: ErrorFn) -> None:
             c.errors.append(error if call is None else _in_op(error, *call))
     elif bad:
         raise error(int(detail))
+
+
+def enforce_values(bad: Any, values: Sequence[Any], error: ValuesErrorFn) -> None:
+    """:func:`enforce` whose error is built from ``values`` (arrays): raised now with them
+    when ``bad`` is concrete and true; inside a program being traced, the check and the
+    arrays are recorded, and the arrays read back only when the check fails."""
+    if isinstance(bad, jax.core.Tracer) or any(isinstance(v, jax.core.Tracer) for v in values):
+        stack = getattr(_TLS, "stack", None)
+        if stack and _ENABLED:
+            c = stack[-1]
+            c.flags.append(jnp.any(bad))
+            c.details.append(0)
+            c.errors.append(_WithValues(error, len(c.values)))
+            c.values.append(tuple(values))
+    elif bool(np.any(np.asarray(bad))):
+        raise error([np.asarray(v) for v in values])
 
 
 def run_pre(pre: Callable, schema: Any, args: tuple, kwargs: dict) -> None:
@@ -213,10 +245,13 @@ def raise_failed(packed: Any) -> None:
     """After a call: raise the first failed check of a packed flags array (None: none)."""
     if packed is None:
         return
+    packed, recorded = packed if isinstance(packed, tuple) else (packed, ())
     values = np.asarray(packed)
     if not values[1::2].any():
         return
     errors = _ERRORS[int(values[0])]
     for k, err in enumerate(errors):
         if values[1 + 2 * k]:
+            if isinstance(err, _WithValues):
+                raise err.error([np.asarray(v) for v in recorded[err.index]])
             raise err(int(values[2 + 2 * k]))

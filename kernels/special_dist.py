@@ -16,14 +16,17 @@ distributions package. Backward formulas are in our own ops, so they differentia
 """
 from __future__ import annotations
 
+import itertools
 import math
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import jax.scipy.special as jsp
+import numpy as np
 
+from autograd_compile import runtime_checks
 from autograd_compile.fake import TensorMeta
 
 from ._defop import NONDIFF, binary, defop, reduce_grad, same_shape, unary, wants
@@ -206,3 +209,33 @@ def _gammainc_backward(g: Any, a: Any, x: Any, out: Any) -> tuple:
 # the regularised lower incomplete gamma function P(a, x) (Gamma.cdf)
 dist_gammainc = binary("dist_gammainc", jsp.gammainc, _gammainc_backward, out="float",
                        other="x", save=("self", "x"))
+
+
+# -- value checks --------------------------------------------------------------------------------
+# key -> the error of one traced check (arrays of ``shown`` -> ValueError); kept for the
+# programs that record it, as runtime_checks keeps its error builders
+_CHECK_ERRORS: dict[int, Callable[[list], BaseException]] = {}
+_CHECK_KEYS = itertools.count(1)
+
+
+def check_error(error: Callable[[list], BaseException]) -> int:
+    """A key naming ``error`` for :data:`dist_check`."""
+    key = next(_CHECK_KEYS)
+    _CHECK_ERRORS[key] = error
+    return key
+
+
+def _check(ok: Any, shown: list, key: int) -> Any:
+    """Raise the keyed error unless ``ok`` holds everywhere; traced, the check is recorded
+    in the program (``runtime_checks``) with ``shown``'s arrays for its message."""
+    valid = jnp.all(ok)
+    runtime_checks.enforce_values(~valid, shown, _CHECK_ERRORS[key])
+    return valid
+
+
+# a distribution's argument or sample validation where the values are traced (acg.compile):
+# impure, so dead-code elimination keeps it though nothing reads its result
+dist_check = defop("dist_check(Tensor ok, Tensor[] shown, int key) -> Tensor", _check,
+                   shape=lambda ok, shown, key: TensorMeta((), np.dtype(bool)),
+                   backward=NONDIFF, jit=False)
+dist_check._acg_impure = True

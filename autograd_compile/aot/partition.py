@@ -254,13 +254,13 @@ def _copy(graph: Graph, n: Node, env: dict[Node, Node]) -> Node:
 
 def _forward_graph(joint: Joint, nodes: list[Node], extra: list[Node]) -> Graph:
     """Every primal in; the region's outputs, mutated inputs' values and saved
-    intermediates out."""
+    intermediates out; impure nodes (a distribution's value check) kept though unread."""
     g = Graph()
     env = {p.node: g.placeholder(p.node.name) for p in joint.primals}
     for p in joint.primals:
         env[p.node].meta.update(p.node.meta)
     roots = list(joint.outputs) + [n for _, n in joint.mutations] + extra
-    needed = _ancestors(roots)
+    needed = _ancestors(roots + [n for n in nodes if n.op == "call_function" and n.is_impure()])
     for n in nodes:
         if n in needed and n.op != "placeholder":
             env[n] = _copy(g, n, env)

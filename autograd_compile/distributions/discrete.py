@@ -22,6 +22,7 @@ from autograd_compile.nn import functional as F
 from autograd_compile.tensor import Tensor
 
 from . import constraints
+from ._checks import require
 from .distribution import ExponentialFamily, _BinaryParams, _BinaryProbs, _Validating
 from .utils import (broadcast_all, broadcast_shapes, key, lazy_property, lgamma,
                     logits_to_probs, probs_to_logits, xlogy)
@@ -421,6 +422,12 @@ class Poisson(ExponentialFamily, _Validating):
         return x.exp()
 
 
+def _positive_probs_message(dist: Any, value: Tensor) -> str:
+    return (f"Expected parameter probs ({type(value).__name__} of shape {tuple(value.shape)}) "
+            f"of distribution {dist!r} to be positive but found invalid values:\n"
+            f"{value[~(value > 0)]}")
+
+
 class Geometric(_BinaryProbs, _Validating):
     """Failures before the first success of Bernoulli(``probs``) trials."""
 
@@ -437,12 +444,7 @@ class Geometric(_BinaryProbs, _Validating):
         param = self.probs if probs is not None else self.logits
         super().__init__(param.shape, validate_args=validate_args)
         if self._validate_args and probs is not None:
-            value = self.probs
-            valid = value > 0
-            if not bool(valid.all()):
-                raise ValueError(f"Expected parameter probs ({type(value).__name__} of shape "
-                                 f"{tuple(value.shape)}) of distribution {self!r} to be positive "
-                                 f"but found invalid values:\n{value[~valid]}")
+            require(self.probs > 0, self, [self.probs], _positive_probs_message)
 
     @property
     def mean(self) -> Tensor:

@@ -20,6 +20,7 @@ import autograd_compile as acg
 from autograd_compile.tensor import Tensor
 
 from . import constraints
+from ._checks import require
 from .utils import lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Distribution", "ExponentialFamily"]
@@ -61,11 +62,7 @@ class Distribution:
                                                          lazy_property):
                 continue  # a lazily derived parameter was valid where it came from
             value = getattr(self, param)
-            if not bool(constraint.check(value).all()):
-                raise ValueError(
-                    f"Expected parameter {param} ({type(value).__name__} of shape "
-                    f"{tuple(value.shape)}) of distribution {self!r} to satisfy the constraint "
-                    f"{constraint!r}, but found invalid values:\n{value}")
+            require(constraint.check(value), self, [value], _param_message(param, constraint))
 
     # -- shapes ----------------------------------------------------------------------------
     @property
@@ -193,10 +190,7 @@ class Distribution:
                           f"validation. Please initialize the distribution with "
                           f"`validate_args=False` to turn off validation.")
             return
-        if not bool(support.check(value).all()):
-            raise ValueError(f"Expected value argument ({type(value).__name__} of shape "
-                             f"{tuple(value.shape)}) to be within the support ({support!r}) of "
-                             f"the distribution {self!r}, but found invalid values:\n{value}")
+        require(support.check(value), self, [value], _value_message(support))
 
     def __repr__(self) -> str:
         names = [k for k in self.arg_constraints if k in self.__dict__]
@@ -204,6 +198,22 @@ class Distribution:
             return value if value.numel() == 1 else acg.Size(value.shape)
         args = ", ".join(f"{p}: {show(self.__dict__[p])}" for p in names)
         return f"{self.__class__.__name__}({args})"
+
+
+def _param_message(param: str, constraint: Any) -> Any:
+    def message(dist: Distribution, value: Tensor) -> str:
+        return (f"Expected parameter {param} ({type(value).__name__} of shape "
+                f"{tuple(value.shape)}) of distribution {dist!r} to satisfy the constraint "
+                f"{constraint!r}, but found invalid values:\n{value}")
+    return message
+
+
+def _value_message(support: Any) -> Any:
+    def message(dist: Distribution, value: Tensor) -> str:
+        return (f"Expected value argument ({type(value).__name__} of shape "
+                f"{tuple(value.shape)}) to be within the support ({support!r}) of the "
+                f"distribution {dist!r}, but found invalid values:\n{value}")
+    return message
 
 
 class ExponentialFamily(Distribution):

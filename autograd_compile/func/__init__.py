@@ -200,10 +200,11 @@ def _batched_op(jaxop: Callable, func: Callable, leaves: list, tree: Any, pos: l
         out = jax.vmap(one, in_axes=(None, *in_axes), out_axes=out_dims,
                        axis_name=axis)(base, *arrays)
         return out if len(out) > 1 else out[0]
+    from autograd_compile.kernels._bridge import _spec
     try:  # the output count, and whether a captured tensor requires grad
         n_out = len(jax.eval_shape(lambda b, *a: jax.vmap(
             one, in_axes=(None, *in_axes), out_axes=out_dims, axis_name=axis)(b, *a),
-            _no_key(), *[leaves[i].__jax_array__() for i in pos]))
+            _no_key(), *[_spec(leaves[i], {}) for i in pos]))  # fakes have no values
     except _Captured:
         return None, None
     names = [f"x{i}" for i in range(len(pos))]
@@ -274,7 +275,9 @@ def _cached_call(cache: dict, build: Callable, args: tuple, kwargs: dict, record
     """``build()(*args)`` compiled once per argument structure, shapes and dtypes (jax.jit), as
     long as the traced function reads no tensor but its arguments (a captured tensor could
     change between calls, so such functions are traced every call). Inside another transform
-    (tracer arguments) it just runs."""
+    (tracer arguments) it just runs; inside ``acg.compile``'s trace it is one op of the graph."""
+    if _has_fake((args, kwargs)):
+        return _traced_op(cache, build, args)
     arrays = _to_jax(args)
     leaves, tree = jax.tree_util.tree_flatten(arrays)
     kw_leaves = jax.tree_util.tree_leaves(_to_jax(kwargs))
@@ -302,6 +305,58 @@ def _cached_call(cache: dict, build: Callable, args: tuple, kwargs: dict, record
             fn = traced.lower().compile()
         cache[key] = fn
     return fn if fn is _RECORDS else fn(*arrays)
+
+
+def _has_fake(tree: Any) -> bool:
+    from autograd_compile.tracing.fake import FakeTensor
+    return any(isinstance(t, FakeTensor)
+               for t in jax.tree_util.tree_leaves(tree, is_leaf=_is_tensor))
+
+
+def _traced_op(cache: dict, build: Callable, args: tuple) -> Any:
+    """``build()(*args)`` on fake tensors (``acg.compile``'s trace, no values): one op of the
+    graph whose kernel is the JAX program, lowered into the region's program. Its results do
+    not require grad, as eager's do not. A function reading a tensor it captured is refused
+    (the program would keep the value the trace saw): the region then runs eagerly."""
+    from autograd_compile.kernels._bridge import _spec, jaxop
+    leaves, tree = jax.tree_util.tree_flatten(args, is_leaf=_is_tensor)
+    pos = [i for i, v in enumerate(leaves) if _is_tensor(v) or isinstance(v, jax.Array)]
+    static = {i: v for i, v in enumerate(leaves) if i not in pos}
+    key = ("traced-op", tree, tuple(static.items()),
+           tuple((len(leaves[i].shape), str(leaves[i].dtype)) for i in pos))
+    entry = cache.get(key)
+    if entry is None:
+        entry = cache[key] = _program_op(jaxop, build(), static, tree, len(leaves),
+                                         [_spec(leaves[i], {}) for i in pos])
+    op, out_tree = entry
+    out = op(*[leaves[i] if _is_tensor(leaves[i]) else Tensor(leaves[i]) for i in pos])
+    return jax.tree_util.tree_unflatten(out_tree[0], list(out if isinstance(out, tuple)
+                                                          else (out,)))
+
+
+def _program_op(jaxop: Callable, f: Callable, static: dict, tree: Any, n: int,
+                specs: list) -> tuple:
+    """(a non-differentiable op running ``f`` on the array leaves, [output tree])."""
+    out_tree: list = []
+
+    def flat(*arrays: Any) -> tuple:
+        it = iter(arrays)
+        full = [static[i] if i in static else next(it) for i in range(n)]
+        with _without_modes():
+            out = f(*jax.tree_util.tree_unflatten(tree, full))
+        leaves, struct = jax.tree_util.tree_flatten(out)
+        out_tree[:] = [struct]
+        return tuple(leaves)
+    closed = jax.make_jaxpr(flat)(*specs)
+    if _reads_tensors(closed.consts):
+        raise RuntimeError("acg.func: a transformed function reads a tensor it captured; "
+                           "inside acg.compile pass it as an argument instead")
+    names = [f"x{i}" for i in range(len(specs))]
+    n_out = len(closed.out_avals)
+    outs = "Tensor" if n_out == 1 else "(" + ", ".join(["Tensor"] * n_out) + ")"
+    schema = f"func_{next(_OPS)}({', '.join(f'Tensor {x}' for x in names)}) -> {outs}"
+    return jaxop(schema, lambda *a: flat(*a) if n_out > 1 else flat(*a)[0],
+                 differentiable=False), out_tree
 
 
 def _reads_tensors(consts: list) -> bool:

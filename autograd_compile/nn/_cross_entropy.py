@@ -6,6 +6,7 @@ from ..kernels import nn as _nn
 from ..kernels._dtypes import is_float
 from ..kernels._shapes import shapes_equal
 from ..tensor import Tensor
+from ._reduction import resolve
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -16,7 +17,8 @@ def _check_reduction(reduction: str) -> None:
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
-                  ignore_index: int = -100, reduction: str = "mean",
+                  size_average: bool | None = None, ignore_index: int = -100,
+                  reduce: bool | None = None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
     """Softmax cross-entropy of logits ``input`` [N, C, ...] against class indices ``target``
     [N, ...] (or class probabilities of ``input``'s shape), one fused op for indices.
@@ -26,6 +28,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     >>> round(F.cross_entropy(acg.tensor([[0.0, 0.0]]), acg.tensor([1])).item(), 4)
     0.6931
     """
+    reduction = resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")

@@ -23,26 +23,13 @@ from ..tensor import Tensor
 from ._activation_functional import logsigmoid
 from ._cross_entropy import cross_entropy
 from ._distance_functional import pairwise_distance
+from ._reduction import resolve
 
 __all__ = ["kl_div", "huber_loss", "soft_margin_loss", "multi_margin_loss",
            "multilabel_margin_loss", "multilabel_soft_margin_loss", "triplet_margin_loss",
            "triplet_margin_with_distance_loss", "ctc_loss", "poisson_nll_loss",
            "gaussian_nll_loss", "cosine_embedding_loss", "margin_ranking_loss",
            "hinge_embedding_loss", "linear_cross_entropy"]
-
-_LEGACY = "size_average and reduce args will be deprecated, please use reduction='{}' instead."
-
-
-def legacy_reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
-    """PyTorch's mapping of the deprecated flags (with its warning); ``reduction`` otherwise."""
-    if size_average is None and reduce is None:
-        return reduction
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    result = "mean" if size_average and reduce else "sum" if reduce else "none"
-    warnings.warn(_LEGACY.format(result), stacklevel=3)
-    return result
-
 
 def _check(reduction: str) -> None:
     if reduction not in ("none", "mean", "sum"):
@@ -79,20 +66,22 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
     0.0
     """
     if size_average is not None or reduce is not None:
-        reduction = legacy_reduction(size_average, reduce, reduction)
-    elif reduction == "mean":
-        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
-                      "support size.'batchmean' divides only by the batch size, and aligns with "
-                      "the KL div math definition.'mean' will be changed to behave the same as "
-                      "'batchmean' in the next major release.", stacklevel=2)
+        how = resolve(size_average, reduce, reduction)
+    else:
+        if reduction == "mean":
+            warnings.warn("reduction: 'mean' divides the total loss by both the batch size and "
+                          "the support size.'batchmean' divides only by the batch size, and "
+                          "aligns with the KL div math definition.'mean' will be changed to "
+                          "behave the same as 'batchmean' in the next major release.",
+                          stacklevel=2)
+        how = "sum" if reduction == "batchmean" else reduction
     if log_target:
         loss = target.exp() * (target - input)
     else:
         loss = _xlogy(target) - target * input
-    if reduction == "batchmean":
-        total = loss.sum()
-        return total / input.shape[0] if input.ndim else total
-    return _reduce(loss, reduction)
+    out = _reduce(loss, how)
+    # "batchmean" divides whatever the flags reduced to, as PyTorch
+    return out / input.shape[0] if reduction == "batchmean" and input.ndim else out
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
@@ -118,7 +107,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
                      reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """log(1 + exp(-target * input)), targets in {1, -1}."""
-    reduction = legacy_reduction(size_average, reduce, reduction)
+    reduction = resolve(size_average, reduce, reduction)
     return _reduce(_losses.softplus(-target * input, 1.0, math.inf), reduction)
 
 
@@ -137,7 +126,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
                       reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Multi-class hinge: sum over i != y of max(0, margin - x[y] + x[i])^p / C, each term
     scaled by ``weight[y]``."""
-    reduction = legacy_reduction(size_average, reduce, reduction)
+    reduction = resolve(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.ndim != 1:
@@ -160,7 +149,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
                            reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Multi-label hinge: ``target`` lists each sample's classes, ended by the first -1;
     sum over listed j and unlisted i of max(0, 1 - (x[j] - x[i])) / C."""
-    reduction = legacy_reduction(size_average, reduce, reduction)
+    reduction = resolve(size_average, reduce, reduction)
     if input.ndim > 2 or tuple(target.shape) != tuple(input.shape):
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
@@ -183,7 +172,7 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
                                 size_average: bool | None = None, reduce: bool | None = None,
                                 reduction: str = "mean") -> Tensor:
     """Per-class binary cross-entropy of logits, averaged over the classes (last dim)."""
-    reduction = legacy_reduction(size_average, reduce, reduction)
+    reduction = resolve(size_average, reduce, reduction)
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
@@ -208,7 +197,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
                         reduction: str = "mean") -> Tensor:
     """max(0, margin + d(a, p) - d(a, n)) with d the p-norm pairwise distance; ``swap``: the
     negative's distance is the smaller of d(a, n) and d(p, n)."""
-    reduction = legacy_reduction(size_average, reduce, reduction)
+    reduction = resolve(size_average, reduce, reduction)
     _check(reduction)
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
@@ -284,7 +273,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
                      reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """exp(x) - t x (``log_input``) or x - t log(x + eps); ``full`` adds Stirling's term
     t log t - t + log(2 pi t) / 2 where t > 1."""
-    reduction = legacy_reduction(size_average, reduce, reduction)
+    reduction = resolve(size_average, reduce, reduction)
     _check(reduction)
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
     if full:
@@ -325,7 +314,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
                           size_average: bool | None = None, reduce: bool | None = None,
                           reduction: str = "mean") -> Tensor:
     """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1."""
-    reduction = legacy_reduction(size_average, reduce, reduction)
+    reduction = resolve(size_average, reduce, reduction)
     _check(reduction)
     if input1.ndim != input2.ndim or input1.ndim not in (1, 2):
         raise RuntimeError(f"cosine_embedding_loss: expected 1D or 2D inputs of the same "
@@ -348,7 +337,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
                         size_average: bool | None = None, reduce: bool | None = None,
                         reduction: str = "mean") -> Tensor:
     """max(0, -target * (input1 - input2) + margin)."""
-    reduction = legacy_reduction(size_average, reduce, reduction)
+    reduction = resolve(size_average, reduce, reduction)
     _check(reduction)
     if not input1.ndim == input2.ndim == target.ndim:
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
@@ -361,7 +350,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
     """x where target is 1, max(0, margin - x) where it is -1."""
-    reduction = legacy_reduction(size_average, reduce, reduction)
+    reduction = resolve(size_average, reduce, reduction)
     _check(reduction)
     below = _api.where(target != 1, (input * -1 + margin).clamp_min(0), 0.0)
     own = _api.where(target != -1, input, 0.0)
@@ -399,5 +388,6 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
     probs = is_float(target.dtype) and tuple(target.shape) == tuple(logits.shape)
     if probs and ignore_index is not None:
         raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
-    return cross_entropy(logits, target, weight, -100 if ignore_index is None else ignore_index,
-                         reduction, label_smoothing)
+    return cross_entropy(logits, target, weight,
+                         ignore_index=-100 if ignore_index is None else ignore_index,
+                         reduction=reduction, label_smoothing=label_smoothing)

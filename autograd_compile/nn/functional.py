@@ -22,6 +22,7 @@ from ..kernels._dtypes import as_dtype
 from ..kernels._shapes import shapes_equal
 from ..tensor import Tensor
 from ._cross_entropy import _check_reduction, cross_entropy
+from ._reduction import resolve
 
 __all__ = ["linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
            "layer_norm", "rms_norm", "cross_entropy", "nll_loss", "mse_loss", "dropout",
@@ -102,14 +103,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     """Negative log-likelihood of log-probabilities ``input`` [N, C, d1, ...] (or [C]) at the
     ``target`` classes [N, d1, ...]; ``weight`` per class, ``ignore_index`` skipped, "mean"
     divides by the summed weights of the targets counted."""
+    reduction = resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
     return _losses.nll_loss(input, target, weight, reduction, ignore_index)
-
-
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """Mean (or sum, or elementwise) squared error."""
-    _check_reduction(reduction)
-    return _nn.mse_loss(input, target, reduction)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
@@ -330,8 +326,7 @@ def _same_size(name: str, input: Tensor, target: Tensor) -> None:
                          f"they have the same size.")
 
 
-def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
-            reduction: str = "mean") -> Tensor:
+def _l1_loss_core(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean (or sum, or elementwise) absolute error; the gradient at equality is 0."""
     _check_reduction(reduction)
     return _losses.l1_loss(input, target, reduction)
@@ -340,6 +335,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (Huber divided by beta)."""
+    reduction = resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -350,6 +346,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          size_average: Any = None, reduce: Any = None,
                          reduction: str = "mean") -> Tensor:
     """-w (t log x + (1 - t) log(1 - x)) on probabilities ``input``, logs clamped at -100."""
+    reduction = resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
     _same_size("binary_cross_entropy", input, target)
     return _losses.binary_cross_entropy(input, target, weight, reduction)
@@ -366,6 +363,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     >>> round(F.binary_cross_entropy_with_logits(acg.tensor([0.0]), acg.tensor([1.0])).item(), 4)
     0.6931
     """
+    reduction = resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not shapes_equal(input.shape, target.shape):
         raise ValueError(f"Target size ({tuple(target.shape)}) must be the same as input size "
@@ -460,33 +458,36 @@ def _warn_target_size(input: Tensor, target: Tensor) -> None:
                       stacklevel=3)
 
 
-def _mse_loss_core(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+def _weighted(err: Tensor, input: Tensor, weight: Tensor, reduction: str) -> Tensor:
+    """PyTorch's weighted mse/l1: "mean" divides by the summed weights, not the count."""
+    if not shapes_equal(weight.shape, input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    err = err * weight
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', "
+                         f"'sum'.")
+    return err if reduction == "none" else err.sum() / weight.sum() if reduction == "mean" \
+        else err.sum()
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
+             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """Mean (or sum, or elementwise) squared error; warns when the target broadcasts."""
+    _warn_target_size(input, target)
+    reduction = resolve(size_average, reduce, reduction)
+    if weight is not None:
+        return _weighted((input - target) ** 2, input, weight, reduction)
     _check_reduction(reduction)
     return _nn.mse_loss(input, target, reduction)
 
 
-def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: F811
-             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
-    """Mean (or sum, or elementwise) squared error; warns when the target broadcasts."""
-    _warn_target_size(input, target)
-    if weight is not None:
-        _check_reduction(reduction)
-        err = weight * (input - target) ** 2
-        return err.mean() if reduction == "mean" else err.sum() if reduction == "sum" else err
-    return _mse_loss_core(input, target, reduction)
-
-
-_l1_loss_core = l1_loss
-
-
-def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: F811
+def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """Mean (or sum, or elementwise) absolute error; warns when the target broadcasts."""
     _warn_target_size(input, target)
+    reduction = resolve(size_average, reduce, reduction)
     if weight is not None:
-        _check_reduction(reduction)
-        err = weight * (input - target).abs()
-        return err.mean() if reduction == "mean" else err.sum() if reduction == "sum" else err
+        return _weighted((input - target).abs(), input, weight, reduction)
     return _l1_loss_core(input, target, reduction=reduction)
 # multi_head_attention_forward runs nn.MultiheadAttention's code, which imports this module:
 # nn/__init__.py installs it here once both exist (no import circle)

@@ -13,6 +13,7 @@ from typing import Any
 from ..tensor import Tensor
 from . import functional as F
 from .distance import PairwiseDistance
+from ._reduction import legacy_get_string
 from .module import Module
 
 __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "BCELoss",
@@ -22,22 +23,12 @@ __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "
            "GaussianNLLLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "HingeEmbeddingLoss"]
 
 
-def _legacy_reduction(size_average: bool | None, reduce: bool | None) -> str:
-    """PyTorch's mapping of the deprecated ``size_average``/``reduce`` flags."""
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    result = "mean" if size_average and reduce else "sum" if reduce else "none"
-    warnings.warn(f"size_average and reduce args will be deprecated, please use "
-                  f"reduction='{result}' instead.", stacklevel=3)
-    return result
-
-
 class _Loss(Module):
     def __init__(self, size_average: bool | None = None, reduce: bool | None = None,
                  reduction: str = "mean") -> None:
         super().__init__()
         if size_average is not None or reduce is not None:
-            reduction = _legacy_reduction(size_average, reduce)
+            reduction = legacy_get_string(size_average, reduce)
         self.reduction = reduction
 
 
@@ -118,7 +109,7 @@ class BCEWithLogitsLoss(Module):
                  pos_weight: Tensor | None = None) -> None:
         super().__init__()
         if size_average is not None or reduce is not None:
-            reduction = _legacy_reduction(size_average, reduce)
+            reduction = legacy_get_string(size_average, reduce)
         self.reduction = reduction
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
