@@ -138,11 +138,13 @@ conv = defop(f"convolution(Tensor input, Tensor weight, Tensor? bias, {_GEOMETRY
 conv_input_backward = defop(
     f"convolution_input_backward(Tensor grad_output, Tensor weight, SymInt[] input_size, "
     f"{_GEOMETRY}) -> Tensor", _conv_input_bwd,
-    shape=lambda g, w, size, *a: TensorMeta(tuple(size), g.dtype), backward=holomorphic(_input_bwd_backward))
+    shape=lambda g, w, size, *a: TensorMeta(tuple(size), g.dtype),
+    backward=holomorphic(_input_bwd_backward))
 conv_weight_backward = defop(
     f"convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, "
     f"{_GEOMETRY}) -> Tensor", _conv_weight_bwd,
-    shape=lambda g, x, size, *a: TensorMeta(tuple(size), g.dtype), backward=holomorphic(_weight_bwd_backward))
+    shape=lambda g, x, size, *a: TensorMeta(tuple(size), g.dtype),
+    backward=holomorphic(_weight_bwd_backward))
 
 
 # -- linear ops and their transposes ---------------------------------------------------------

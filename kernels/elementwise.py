@@ -154,7 +154,8 @@ pow_tensor = binary("pow.Tensor_Tensor", jnp.power, holomorphic(_pow_tt_backward
 pow_scalar = defop("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
                    lambda x, e: jnp.power(cast(x, result_type(x, e)), e),
                    host=True, cost="stream", shape=lambda x, e: TensorMeta(tuple(x.shape), result_type(x, e)),
-                   backward=holomorphic(lambda g, x, e, out: g * (x.pow(e - 1) * e)), save=("self",))
+                   backward=holomorphic(lambda g, x, e, out: g * (x.pow(e - 1) * e)),
+                   save=("self",))
 pow_int = defop("pow.Tensor_int(Tensor self, int exponent) -> Tensor",
                 lambda x, n: jnp.power(x, n), host=True, cost="stream", shape=lambda x, n: TensorMeta(tuple(x.shape),
                                                                             x.dtype),

@@ -104,7 +104,8 @@ def _convt_backward(g: Any, x: Any, w: Any, b: Any, stride: Any, padding: Any,
 conv_transpose = defop(
     "conv_transpose(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
     "int[] output_padding, int[] dilation, int groups) -> Tensor", _convt, shape=_convt_rule,
-    check=True, backward=holomorphic(_convt_backward), save={"input": ("weight",), "weight": ("input",)})
+    check=True, backward=holomorphic(_convt_backward),
+    save={"input": ("weight",), "weight": ("input",)})
 
 
 # -- N-d pooling geometry ----------------------------------------------------------------------

@@ -19,7 +19,8 @@ DRAWS: dict[str, tuple[Callable[[Any], Any], tuple]] = {
     "uniform_": (lambda L: L.zeros(N, dtype=L.cfloat).uniform_(2, 3), ("uniform", 2.0, 3.0)),
     "randn": (lambda L: L.randn(N, dtype=L.cdouble), ("normal", 0.0, 0.5 ** 0.5)),
     "randn_like": (lambda L: L.randn_like(L.zeros(N, dtype=L.cfloat)), ("normal", 0.0, 0.5 ** 0.5)),
-    "normal_": (lambda L: L.zeros(N, dtype=L.cfloat).normal_(2, 3), ("normal", 2.0, 3 * 0.5 ** 0.5)),
+    "normal_": (lambda L: L.zeros(N, dtype=L.cfloat).normal_(2, 3),
+                ("normal", 2.0, 3 * 0.5 ** 0.5)),
     "normal": (lambda L: L.normal(2.0, 3.0, size=(N,), dtype=L.cdouble),
                ("normal", 2.0, 3 * 0.5 ** 0.5)),
 }
@@ -30,8 +31,8 @@ def _check(z: np.ndarray, law: tuple) -> None:
     for part in (z.real, z.imag):
         if kind == "uniform":
             assert a <= part.min() and part.max() < b
-            np.testing.assert_allclose([part.mean(), part.std()], [(a + b) / 2, (b - a) / 12 ** 0.5],
-                                       atol=0.02 * (b - a))
+            np.testing.assert_allclose([part.mean(), part.std()],
+                                       [(a + b) / 2, (b - a) / 12 ** 0.5], atol=0.02 * (b - a))
         else:
             np.testing.assert_allclose([part.mean(), part.std()], [a, b], atol=0.05 * b)
     assert np.corrcoef(z.real, z.imag)[0, 1] < 0.05  # the two parts are independent draws
