@@ -155,6 +155,8 @@ def _formula(name: str, schema: str, fn: Callable, parsed: Any, wrt: tuple, stat
         result = dict(zip(wanted, got))
         out = tuple(result.get(t) for t in tensor_names)
         return out if len(tensor_names) > 1 else out[0]
+    # an output without a gradient arrives as None (not zeros): the vjp leaves it out
+    formula.takes_undefined = True  # type: ignore[attr-defined]
     return formula
 
 
@@ -188,15 +190,18 @@ def _backward_op(name: str, schema: str, fn: Callable, parsed: Any, wanted: tupl
         bound = list(bparsed.bind(args, kwargs))
         grads, values = bound[:n_out], bound[n_out:]
 
+        # only the outputs that received a gradient: JAX then never forms the others'
+        # terms (eigh's 1/(w_i - w_j) at repeated eigenvalues when only w is used: 0 * inf)
+        live = [i for i, g in enumerate(grads) if g is not None]
+
         def f(*primals: Any) -> Any:
             full = list(values)
             for i, p in zip(positions, primals):
                 full[i] = p
-            return _call(fn, full, names, kwonly)
-        out, pullback = jax.vjp(f, *[values[i] for i in positions])
-        leaves, tree = jax.tree_util.tree_flatten(out)
-        cts = [_cotangent(g, o) for g, o in zip(grads, leaves)]
-        got = pullback(jax.tree_util.tree_unflatten(tree, cts))
+            leaves = jax.tree_util.tree_leaves(_call(fn, full, names, kwonly))
+            return [leaves[i] for i in live]
+        outs, pullback = jax.vjp(f, *[values[i] for i in positions])
+        got = pullback([_cotangent(grads[i], o) for i, o in zip(live, outs)])
         got = [jnp.conj(g) if category(g.dtype) == 3 else g for g in got]
         return tuple(got) if len(got) > 1 else got[0]
     op = _BACKWARDS[bname] = jaxop(bschema, vjp_kernel,

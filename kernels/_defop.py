@@ -178,8 +178,12 @@ HOST_UNARY: dict[OpOverload, Callable] = {}
 
 
 def unary(name: str, fn: Callable, backward: Any = _UNSET, save: SaveSpec = ("self",),
-          *, floating: bool = True) -> OpOverload:
-    """``name(Tensor self) -> Tensor``; ``floating``: integer inputs compute in float32."""
+          *, floating: bool = True, analytic: bool = True) -> OpOverload:
+    """``name(Tensor self) -> Tensor``; ``floating``: integer inputs compute in float32.
+    ``analytic``: ``backward`` is ``g * f'(x)``, made PyTorch's complex rule by
+    :func:`holomorphic`; False for a formula already written for complex (abs)."""
+    if analytic and callable(backward):
+        backward = holomorphic(backward)
     twin = numpy_twin(fn)
     kernel = (lambda x: fn(cast(x, to_float(x.dtype)))) if floating else fn
     host = (None if twin is None else
@@ -220,6 +224,27 @@ def binary(name: str, fn: Callable, backward: Any = _UNSET, save: SaveSpec = Non
 
 # -- pieces of backward formulas ----------------------------------------------------------
 
+def _is_complex(t: Any) -> bool:
+    return getattr(getattr(t, "dtype", None), "kind", "") == "c"
+
+
+def holomorphic(formula: Callable) -> Callable:
+    """A formula written as for real inputs (``g`` times the derivative, linear in ``g``)
+    turned into PyTorch's complex convention, ``grad = g * conj(f'(z))`` for an analytic
+    ``f`` (matmul: ``g @ b.mH``): ``conj(formula(conj(g)))``. Real gradients pass through
+    untouched, so a real program runs the formula exactly as written."""
+    def run(g: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _is_complex(g):
+            return formula(g, *args, **kwargs)
+        got = formula(g.conj(), *args, **kwargs)
+        if isinstance(got, (tuple, list)):
+            return type(got)(x.conj() if _is_complex(x) else x for x in got)
+        return got.conj() if _is_complex(got) else got
+    run.__name__ = run.__qualname__ = getattr(formula, "__name__", "formula")
+    run.__wrapped__ = formula
+    return run
+
+
 def wants(v: Any) -> bool:
     """Whether a formula should compute a gradient for this argument: a floating tensor
     whose gradient is needed (PyTorch's ``needs_input_grad``)."""
@@ -233,6 +258,8 @@ def reduce_grad(g: Any, like: Any) -> Any:
         return None
     if not shapes_equal(g.shape, like.shape):
         g = g.sum_to_size(like.shape)
+    if _is_complex(g) and not _is_complex(like):  # a real input of a complex result
+        g = g.real
     return g.to(like.dtype) if g.dtype != like.dtype else g
 
 

@@ -300,5 +300,6 @@ def install_tensor_methods(cls: type) -> None:
     cls.get_device = lambda self: -1 if self.device.index is None else self.device.index
     cls.T = property(lambda self: A.permute(self, list(builtins.range(self.ndim))[::-1]))
     cls.mT = property(lambda self: A.transpose(self, -2, -1))
+    cls.mH = property(lambda self: A.transpose(self, -2, -1).conj())  # conj() of a real: itself
     cls.__hash__ = object.__hash__  # defining __eq__ must not make tensors unhashable
 

@@ -69,3 +69,24 @@ def draw(kind: str, key: Any, shape: Any, dtype: Any, bounds: tuple = ()) -> np.
 
 
 _PREFIX = _prefix_property()
+
+
+def _part_dtype(dtype: Any) -> np.dtype:
+    return np.finfo(np.dtype(dtype)).dtype  # complex64 -> float32
+
+
+def uniform(key: Any, shape: tuple, dtype: Any) -> jax.Array:
+    """``jax.random.uniform``; a complex dtype draws its real and imaginary parts each
+    uniform on [0, 1) (PyTorch's complex ``rand``), as the pairs of one real draw."""
+    if np.dtype(dtype).kind != "c":
+        return jax.random.uniform(key, shape, dtype)
+    parts = jax.random.uniform(key, (*shape, 2), _part_dtype(dtype))
+    return jax.lax.complex(parts[..., 0], parts[..., 1])
+
+
+def draw_uniform(key: Any, shape: Any, dtype: Any) -> np.ndarray:
+    """:func:`uniform` on the host: the same values, from a bucketed draw."""
+    if np.dtype(dtype).kind != "c":
+        return draw("uniform", key, shape, dtype)
+    parts = draw("uniform", key, (*(int(s) for s in shape), 2), _part_dtype(dtype))
+    return (parts[..., 0] + 1j * parts[..., 1]).astype(dtype)

@@ -610,6 +610,8 @@ def any(input: Tensor, dim: _Dim = None, keepdim: builtins.bool = False) -> Tens
 def norm(input: Tensor, p: Any = "fro", dim: _Dim = None, keepdim: builtins.bool = False
          ) -> Tensor:
     """Vector p-norm over ``dim`` (all elements by default); p = 2/"fro", 1, inf or a number."""
+    if input.is_complex():  # the norm of the moduli (x * x would square, not |x|**2)
+        input = input.abs()
     if p in ("fro", 2):
         return sum(input * input, dim, keepdim).sqrt()
     if p == math.inf:

@@ -421,7 +421,8 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[Any] | None = None, *
         raise TypeError("normal() with float mean and std needs a size")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    out = F.randn(_sizes((size,)), R.key_of(generator), dtype=as_dtype(dtype)) * std + mean
+    out = F.randn(_sizes((size,)), R.key_of(generator), dtype=as_dtype(dtype))
+    out = out * std + R.both_parts(mean, out)
     return _leaf(out, requires_grad, device)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from autograd_compile.tracing.fake import TensorMeta
 
-from ._defop import defop, reduce_grad
+from ._defop import defop, holomorphic, reduce_grad
 from ._dtypes import DEFAULT_INT, is_float
 from .elementwise import wants
 from .factories import zeros
@@ -133,16 +133,18 @@ def _weight_bwd_backward(gg: Any, g: Any, x: Any, size: Any, stride: Any, paddin
 
 _GEOMETRY = "int[] stride, int[] padding, int[] dilation, int groups"
 conv = defop(f"convolution(Tensor input, Tensor weight, Tensor? bias, {_GEOMETRY}) -> Tensor",
-             _conv, shape=_conv_rule, check=True, backward=_conv_backward,
+             _conv, shape=_conv_rule, check=True, backward=holomorphic(_conv_backward),
              save={"input": ("weight",), "weight": ("input",)})
 conv_input_backward = defop(
     f"convolution_input_backward(Tensor grad_output, Tensor weight, SymInt[] input_size, "
     f"{_GEOMETRY}) -> Tensor", _conv_input_bwd,
-    shape=lambda g, w, size, *a: TensorMeta(tuple(size), g.dtype), backward=_input_bwd_backward)
+    shape=lambda g, w, size, *a: TensorMeta(tuple(size), g.dtype),
+    backward=holomorphic(_input_bwd_backward))
 conv_weight_backward = defop(
     f"convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, "
     f"{_GEOMETRY}) -> Tensor", _conv_weight_bwd,
-    shape=lambda g, x, size, *a: TensorMeta(tuple(size), g.dtype), backward=_weight_bwd_backward)
+    shape=lambda g, x, size, *a: TensorMeta(tuple(size), g.dtype),
+    backward=holomorphic(_weight_bwd_backward))
 
 
 # -- linear ops and their transposes ---------------------------------------------------------

@@ -14,8 +14,8 @@ import jax.scipy.special as jsp
 
 from autograd_compile.tracing.fake import TensorMeta
 
-from ._defop import (NONDIFF, PRODUCT, binary, defop, inplace, reduce_grad, same_shape, scaled,
-                     unary, wants)
+from ._defop import (NONDIFF, PRODUCT, binary, defop, holomorphic, inplace, reduce_grad,
+                     same_shape, scaled, unary, wants)
 from ._dtypes import BOOL, cast, is_float, result_type
 from ._shapes import broadcast_shapes, shape_of
 from ._xp import jnp
@@ -60,7 +60,7 @@ def _abs_backward(g: Any, x: Any, out: Any) -> Any:
     return g * x.sign()
 
 
-abs = unary("abs", jnp.abs, _abs_backward, floating=False)
+abs = unary("abs", jnp.abs, _abs_backward, floating=False, analytic=False)
 square = unary("square", jnp.square, lambda g, x, out: g * (x * 2), floating=False)
 relu = unary("relu", jax.nn.relu, lambda g, x, out: where(out > 0, g, 0), save=("out",),
              floating=False)
@@ -87,6 +87,8 @@ isfinite = _predicate("isfinite", jnp.isfinite)
 # -- binary arithmetic ----------------------------------------------------------------------
 def _cj(t: Any) -> Any:
     """conj(t) for a complex tensor (PyTorch's convention: grad_x = grad * conj(dout/dx))."""
+    if isinstance(t, complex):  # a Python scalar operand (x * 2j)
+        return t.conjugate()
     if getattr(getattr(t, "dtype", None), "kind", "") != "c":
         return t
     from .linalg_more import conj  # funclin: complex ops live there (imported late: cycle)
@@ -106,12 +108,12 @@ def _div_backward(g: Any, x: Any, y: Any, out: Any) -> tuple:
 _ALPHA = ", *, Scalar alpha=1"
 add = binary("add.Tensor", lambda x, y, alpha=1: x + scaled(y, alpha), extra=_ALPHA, save=(),
              host=True,
-             backward=lambda g, x, y, alpha, out: (reduce_grad(g, x),
-                                                   reduce_grad(scaled(g, alpha), y)))
+             backward=holomorphic(lambda g, x, y, alpha, out: (
+                 reduce_grad(g, x), reduce_grad(scaled(g, alpha), y))))
 sub = binary("sub.Tensor", lambda x, y, alpha=1: x - scaled(y, alpha), extra=_ALPHA, save=(),
              host=True,
-             backward=lambda g, x, y, alpha, out: (reduce_grad(g, x),
-                                                   reduce_grad(scaled(-g, alpha), y)))
+             backward=holomorphic(lambda g, x, y, alpha, out: (
+                 reduce_grad(g, x), reduce_grad(scaled(-g, alpha), y))))
 mul = binary("mul.Tensor", jnp.multiply, _mul_backward, save=PRODUCT)
 div = binary("div.Tensor", jnp.true_divide, _div_backward, out="float",
              save={"self": ("other",), "other": ("self", "other")})
@@ -147,17 +149,18 @@ def _ipow(x: Any, n: int) -> Any:
     return x.pow(n)
 
 
-pow_tensor = binary("pow.Tensor_Tensor", jnp.power, _pow_tt_backward, other="exponent",
+pow_tensor = binary("pow.Tensor_Tensor", jnp.power, holomorphic(_pow_tt_backward), other="exponent",
                     save={"self": ("self", "exponent"), "exponent": ("self", "exponent", "out")})
 pow_scalar = defop("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
                    lambda x, e: jnp.power(cast(x, result_type(x, e)), e),
                    host=True, cost="stream", shape=lambda x, e: TensorMeta(tuple(x.shape), result_type(x, e)),
-                   backward=lambda g, x, e, out: g * (x.pow(e - 1) * e), save=("self",))
+                   backward=holomorphic(lambda g, x, e, out: g * (x.pow(e - 1) * e)),
+                   save=("self",))
 pow_int = defop("pow.Tensor_int(Tensor self, int exponent) -> Tensor",
                 lambda x, n: jnp.power(x, n), host=True, cost="stream", shape=lambda x, n: TensorMeta(tuple(x.shape),
                                                                             x.dtype),
-                backward=lambda g, x, n, out: zeros_like(g) if n == 0 else
-                g * (_ipow(x, n - 1) * n), save=("self",))
+                backward=holomorphic(lambda g, x, n, out: zeros_like(g) if n == 0 else
+                                     g * (_ipow(x, n - 1) * n)), save=("self",))
 
 
 def _pow_base_backward(g: Any, b: Any, y: Any, out: Any) -> Any:
@@ -169,7 +172,7 @@ def _pow_base_backward(g: Any, b: Any, y: Any, out: Any) -> Any:
 pow_base = defop("pow.Scalar(Scalar self, Tensor exponent) -> Tensor",
                  lambda b, y: jnp.power(cast(b, result_type(b, y)), cast(y, result_type(b, y))),
                  host=True, cost="stream", shape=lambda b, y: TensorMeta(tuple(y.shape), result_type(b, y)),
-                 backward=_pow_base_backward, save=("exponent", "out"))
+                 backward=holomorphic(_pow_base_backward), save=("exponent", "out"))
 
 # -- comparisons and logic: bool results, no gradient -----------------------------------------
 eq = binary("eq.Tensor", jnp.equal, NONDIFF, out="bool")

@@ -18,7 +18,7 @@ from autograd_compile.tracing.symbolic_shapes import SymFloat
 
 from ._defop import NONDIFF, defop, same_shape
 from ._dtypes import DEFAULT_INT, as_dtype, default_float, scalar_dtype
-from ._streams import draw
+from ._streams import draw, draw_uniform, uniform
 from ._xp import jnp
 
 
@@ -114,9 +114,8 @@ def _key(data: jax.Array) -> jax.Array:
 
 
 rand = defop("rand(SymInt[] size, Tensor key, *, ScalarType? dtype=None) -> Tensor",
-             lambda size, key, dtype=None: jax.random.uniform(_key(key), tuple(size),
-                                                              _dtype(dtype)),
-             host=lambda size, key, dtype=None: draw("uniform", key, size, _dtype(dtype)),
+             lambda size, key, dtype=None: uniform(_key(key), tuple(size), _dtype(dtype)),
+             host=lambda size, key, dtype=None: draw_uniform(key, size, _dtype(dtype)),
              shape=_sized, backward=NONDIFF)
 randn = defop("randn(SymInt[] size, Tensor key, *, ScalarType? dtype=None) -> Tensor",
               lambda size, key, dtype=None: jax.random.normal(_key(key), tuple(size),

@@ -10,7 +10,7 @@ from ._xp import jnp
 
 from autograd_compile.tracing.fake import TensorMeta
 
-from ._defop import PRODUCT, defop
+from ._defop import PRODUCT, defop, holomorphic
 from ._shapes import broadcast_shapes
 from .elementwise import wants
 
@@ -80,7 +80,7 @@ def matmul_grads(g: Any, a: Any, b: Any, need_a: bool, need_b: bool) -> tuple:
 
 matmul = defop("matmul(Tensor self, Tensor other) -> Tensor", jnp.matmul, host=True, shape=_matmul_rule,
                check=True, save=PRODUCT, cost="contract",
-               backward=lambda g, a, b, out: matmul_grads(g, a, b, wants(a), wants(b)))
+               backward=holomorphic(lambda g, a, b, out: matmul_grads(g, a, b, wants(a), wants(b))))
 
 
 def _mm_rule(a: Any, b: Any) -> TensorMeta:
@@ -106,8 +106,8 @@ def _bmm_rule(a: Any, b: Any) -> TensorMeta:
 
 _MAT2 = {"self": ("mat2",), "mat2": ("self",)}  # the product rule, named as mm's schema
 mm = defop("mm(Tensor self, Tensor mat2) -> Tensor", jnp.matmul, host=True, shape=_mm_rule, check=True,
-           save=_MAT2, cost="contract", backward=lambda g, a, b, out: (mm(g, b.mT) if wants(a) else None,
-                                          mm(a.mT, g) if wants(b) else None))
+           save=_MAT2, cost="contract", backward=holomorphic(lambda g, a, b, out: (
+               mm(g, b.mT) if wants(a) else None, mm(a.mT, g) if wants(b) else None)))
 bmm = defop("bmm(Tensor self, Tensor mat2) -> Tensor", jnp.matmul, host=True, shape=_bmm_rule, check=True,
-            save=_MAT2, cost="contract", backward=lambda g, a, b, out: (bmm(g, b.mT) if wants(a) else None,
-                                           bmm(a.mT, g) if wants(b) else None))
+            save=_MAT2, cost="contract", backward=holomorphic(lambda g, a, b, out: (
+                bmm(g, b.mT) if wants(a) else None, bmm(a.mT, g) if wants(b) else None)))

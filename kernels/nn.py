@@ -16,7 +16,7 @@ from autograd_compile import runtime_checks
 from autograd_compile.tracing.fake import TensorMeta
 
 from ._bridge import vjp_formula
-from ._defop import defop, reduce_grad
+from ._defop import defop, holomorphic, reduce_grad
 from ._dtypes import FLOAT32, as_dtype, category, is_float, promote, to_float
 from ._host import check_values
 from ._shapes import broadcast_shapes, numel, shapes_equal, wrap_dim
@@ -400,7 +400,7 @@ def _linear_backward(g: Any, x: Any, w: Any, b: Any, out: Any) -> tuple:
 
 
 linear = defop("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", _linear,
-               host=True, shape=_linear_rule, check=True, backward=_linear_backward,
+               host=True, shape=_linear_rule, check=True, backward=holomorphic(_linear_backward),
                save={"input": ("weight",), "weight": ("input",)})
 
 

@@ -27,6 +27,7 @@ from autograd_compile.tensor import Tensor, _make
 from ._defop import NONDIFF, defop, same_shape
 from ._dtypes import DEFAULT_INT, as_dtype, cast, is_float, to_float
 from ._host import check_values, local_parts
+from ._streams import uniform
 from .shape import copy_
 
 DEFAULT_SEED = 67280421310721  # PyTorch's default seed
@@ -199,19 +200,24 @@ randperm = defop("randperm(SymInt n, Tensor key, *, ScalarType? dtype=None) -> T
                  shape=_randperm_rule, check=True, backward=NONDIFF)
 
 
+def both_parts(shift: float, like: Any) -> Any:
+    """A real shift of a complex sample moves both parts (PyTorch samples view_as_real)."""
+    return complex(shift, shift) if getattr(like.dtype, "kind", "") == "c" else shift
+
+
 # -- in-place fills: copy_ of a fresh sample (no history under no_grad, as in PyTorch) -----------
 def _normal_(x: Any, mean: float = 0.0, std: float = 1.0, *, key: Any) -> Any:
     if std < 0:
         raise RuntimeError(f"normal_ expects std >= 0.0, but found std {std}")
     noise = normal_sample(x, key)
-    return copy_(x, noise * std + mean if (mean, std) != (0.0, 1.0) else noise)
+    return copy_(x, noise * std + both_parts(mean, x) if (mean, std) != (0.0, 1.0) else noise)
 
 
 def _uniform_(x: Any, from_: float = 0.0, to: float = 1.0, *, key: Any) -> Any:
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={from_} > to={to}")
-    return copy_(x, uniform_sample(x, key) * (to - from_) + from_)
+    return copy_(x, uniform_sample(x, key) * (to - from_) + both_parts(from_, x))
 
 
 def _float_like(x: Any, key: Any) -> TensorMeta:
@@ -225,7 +231,7 @@ normal_sample = defop("normal_sample(Tensor self, Tensor key) -> Tensor",
                       lambda x, key: jax.random.normal(_key(key), x.shape, x.dtype),
                       shape=_float_like, check=True, backward=NONDIFF)
 uniform_sample = defop("uniform_sample(Tensor self, Tensor key) -> Tensor",
-                       lambda x, key: jax.random.uniform(_key(key), x.shape, x.dtype),
+                       lambda x, key: uniform(_key(key), x.shape, x.dtype),
                        shape=_float_like, check=True, backward=NONDIFF)
 normal_ = defop("normal_(Tensor(a!) self, float mean=0.0, float std=1.0, *, Tensor key) "
                 "-> Tensor(a!)", composite=_normal_)

@@ -13,7 +13,7 @@ import numpy as np
 
 from autograd_compile.tracing.fake import TensorMeta
 
-from ._defop import NONDIFF, defop, inplace
+from ._defop import NONDIFF, defop, holomorphic, inplace
 from ._dtypes import BOOL, DEFAULT_INT, as_dtype, category, is_float, to_float
 from ._shapes import numel, reduced_shape, wrap_dim, wrap_dims
 from ._xp import jnp
@@ -117,12 +117,13 @@ def _prod_backward(g: Any, x: Any, dim: Any, keepdim: bool, dtype: Any, out: Any
 prod = defop("prod(Tensor self, *, ScalarType? dtype=None) -> Tensor",
              lambda x, dtype=None: jnp.prod(x, dtype=_sum_dtype(x.dtype, dtype)),
              shape=_rule(_sum_dtype), save=("self",),
-             backward=lambda g, x, dtype, out: _prod_backward(g, x, None, False, dtype, out))
+             backward=holomorphic(lambda g, x, dtype, out: _prod_backward(g, x, None, False,
+                                                                      dtype, out)))
 prod_dim = defop("prod.dim_int(Tensor self, int dim, bool keepdim=False, *, "
                  "ScalarType? dtype=None) -> Tensor",
                  lambda x, dim, keepdim=False, dtype=None: jnp.prod(
                      x, _axes(x, dim), _sum_dtype(x.dtype, dtype), keepdims=keepdim),
-                 shape=_rule(_sum_dtype), save=("self",), backward=_prod_backward)
+                 shape=_rule(_sum_dtype), save=("self",), backward=holomorphic(_prod_backward))
 def _scan_rule(x: Any, dim: int, dtype: Any = None) -> TensorMeta:
     wrap_dim(dim, x.ndim)  # validates dim
     return TensorMeta(tuple(x.shape), _sum_dtype(x.dtype, dtype))
@@ -167,7 +168,7 @@ def _cumprod_backward(g: Any, x: Any, dim: int, dtype: Any, out: Any) -> Any:
 cumprod = defop("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
                 lambda x, dim, dtype=None: jnp.cumprod(x, wrap_dim(dim, x.ndim),
                                                        _sum_dtype(x.dtype, dtype)),
-                shape=_scan_rule, save=("self", "out"), backward=_cumprod_backward)
+                shape=_scan_rule, save=("self", "out"), backward=holomorphic(_cumprod_backward))
 cumprod_ = inplace("cumprod_", cumprod)
 
 
@@ -207,9 +208,9 @@ logsumexp = defop("logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tens
                   lambda x, dim, keepdim=False: jax.nn.logsumexp(
                       x.astype(to_float(x.dtype)), _axes(x, dim), keepdims=keepdim),
                   shape=_rule(lambda d, out: to_float(d)), save=("self", "out"),
-                  backward=lambda g, x, dim, keepdim, out: _keep(
+                  backward=holomorphic(lambda g, x, dim, keepdim, out: _keep(
                       g, x.shape, wrap_dims(dim, x.ndim), keepdim) * (x - _keep(
-                          out, x.shape, wrap_dims(dim, x.ndim), keepdim)).exp())
+                          out, x.shape, wrap_dims(dim, x.ndim), keepdim)).exp()))
 
 
 # -- max/min family ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 from autograd_compile.tracing.fake import TensorMeta
 
-from ._defop import NONDIFF, defop, reduce_grad
+from ._defop import NONDIFF, defop, holomorphic, reduce_grad
 from ._dtypes import BOOL, DEFAULT_INT, cast, result_type
 from ._shapes import broadcast_shapes, wrap_dim
 from .factories import zeros
@@ -222,4 +222,4 @@ def _operand_grad(g: Any, i: int, ins: list, out: str, sizes: dict, tensors: lis
 
 
 einsum = defop("einsum(str equation, Tensor[] tensors) -> Tensor", _einsum, shape=_einsum_rule,
-               check=True, save=("tensors",), backward=_einsum_backward)
+               check=True, save=("tensors",), backward=holomorphic(_einsum_backward))

@@ -21,7 +21,7 @@ import numpy as np
 
 from autograd_compile.tracing.fake import TensorMeta
 
-from ._defop import defop, reduce_grad
+from ._defop import defop, holomorphic, reduce_grad
 from ._dtypes import DEFAULT_INT, is_float
 from .conv import _adaptive_matrix, _conv_raw, conv, conv_weight_backward, linear_pair, out_size
 from .elementwise import wants
@@ -104,7 +104,8 @@ def _convt_backward(g: Any, x: Any, w: Any, b: Any, stride: Any, padding: Any,
 conv_transpose = defop(
     "conv_transpose(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
     "int[] output_padding, int[] dilation, int groups) -> Tensor", _convt, shape=_convt_rule,
-    check=True, backward=_convt_backward, save={"input": ("weight",), "weight": ("input",)})
+    check=True, backward=holomorphic(_convt_backward),
+    save={"input": ("weight",), "weight": ("input",)})
 
 
 # -- N-d pooling geometry ----------------------------------------------------------------------

@@ -127,6 +127,7 @@ class OpNode(Node):
         autograd's capture passes fakes with symbolic sizes (one definition for both)."""
         out = None if outs is None else outs[0] if len(outs) == 1 else tuple(outs)
         grads = grad_outputs[0] if len(grad_outputs) == 1 else \
+            tuple(grad_outputs) if getattr(self.fn, "takes_undefined", False) else \
             tuple(_materialize(g, m) for g, m in zip(grad_outputs, metas))
         prev, _UNNEEDED.ids = _UNNEEDED.ids, self._unneeded(args)
         try:

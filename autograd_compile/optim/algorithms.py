@@ -48,6 +48,12 @@ def _step0() -> jax.Array:
     return jnp.zeros((), jnp.float32)  # PyTorch keeps 'step' as a float32 scalar tensor
 
 
+def _filled(p: jax.Array, value: float) -> jax.Array:
+    """``p``'s shape filled with ``value``; a complex parameter's real and imaginary parts
+    both (PyTorch's ``complex(value, value)``: the step runs on view_as_real pairs)."""
+    return jnp.full_like(p, complex(value, value) if jnp.iscomplexobj(p) else value)
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent, optionally with (Nesterov) momentum and weight decay.
 
@@ -245,4 +251,4 @@ class Adagrad(Optimizer):
 
     def _init_state(self, p: jax.Array, g: dict) -> dict[str, jax.Array]:
         return {"step": _step0(),
-                "sum": jnp.full_like(p, g["initial_accumulator_value"])}
+                "sum": _filled(p, g["initial_accumulator_value"])}

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from . import _rules
-from .algorithms import _check, _check_betas, _check_common, _step0
+from .algorithms import _check, _check_betas, _check_common, _filled, _step0
 from .optimizer import Optimizer
 
 __all__ = ["ASGD", "Adafactor", "Adamax", "Muon", "NAdam", "RAdam", "Rprop", "SparseAdam"]
@@ -181,7 +181,7 @@ class Rprop(Optimizer):
 
     def _init_state(self, p: jax.Array, g: dict) -> dict[str, jax.Array]:
         return {"step": _step0(), "prev": jnp.zeros_like(p),
-                "step_size": jnp.full_like(p, float(g["lr"]))}
+                "step_size": _filled(p, float(g["lr"]))}
 
 
 class Adafactor(Optimizer):

@@ -50,11 +50,28 @@ def _apply(rule: Rule, statics: tuple, params: tuple, grads: tuple, states: tupl
     """Every group's rule over every parameter: the whole ``step()`` as one XLA program."""
     new_params, new_states = [], []
     for opts, ps, gs, ss, h in zip(statics, params, grads, states, hypers):
-        out = [rule(p, g, s, h, opts) for p, g, s in zip(ps, gs, ss)]
+        out = [_as_real_pairs(rule, p, g, s, h, opts) if jnp.iscomplexobj(p)
+               else rule(p, g, s, h, opts) for p, g, s in zip(ps, gs, ss)]
         # a gradient of another dtype must not change the parameter's (PyTorch keeps it)
         new_params.append(tuple(o[0].astype(p.dtype) for o, p in zip(out, ps)))
         new_states.append(tuple(o[1] for o in out))
     return tuple(new_params), tuple(new_states)
+
+
+def _real_pairs(x: Any) -> Any:
+    return jnp.stack([x.real, x.imag], -1)  # torch.view_as_real's layout
+
+
+def _as_real_pairs(rule: Rule, p: Any, g: Any, s: dict, h: dict, opts: tuple) -> tuple:
+    """A complex parameter stepped as PyTorch does: the rule on ``view_as_real`` of the
+    parameter, its gradient and its complex state (so |g|, g*g and max act on the real and
+    imaginary parts apart); state of the parameter's shape goes back to complex."""
+    pairs = p.shape + (2,)
+    new_p, new_s = rule(_real_pairs(p), _real_pairs(g.astype(p.dtype)),
+                        {k: _real_pairs(v) if jnp.iscomplexobj(v) else v for k, v in s.items()},
+                        h, opts)
+    back = lambda v: jax.lax.complex(v[..., 0], v[..., 1]) if v.shape == pairs else v  # noqa: E731
+    return back(new_p), {k: back(v) for k, v in new_s.items()}
 
 
 def compile_cache_size() -> int:
