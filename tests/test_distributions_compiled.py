@@ -201,3 +201,39 @@ def test_docstring_examples_run() -> None:
     for module in (_checks, runtime_checks):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_a_training_step_that_builds_a_distribution_is_one_program():
+    """REINFORCE/PPO's step under acg.compile(train_step): Normal(mu, sigma).log_prob with
+    validation on is one program with eager's losses and parameters; an invalid scale
+    raises eager's ValueError before the step runs, parameters untouched."""
+    def setup():
+        mu = acg.nn.Parameter(acg.zeros(3))
+        log_std = acg.nn.Parameter(acg.zeros(3))
+        opt = acg.optim.Adam([mu, log_std], lr=0.1)
+
+        def step(action, shift):
+            opt.zero_grad()
+            dist = acg.distributions.Normal(mu, log_std.exp() + shift)
+            loss = -(dist.log_prob(action).sum() + 0.01 * dist.entropy().sum())
+            loss.backward()
+            opt.step()
+            return loss
+        return mu, step
+
+    (mu1, eager), (mu2, step) = setup(), setup()
+    compiled = acg.compile(step, fullgraph=True)
+    acg.aot.reset()
+    shift = acg.zeros(3)
+    for i in range(4):
+        a = acg.tensor([0.5, -1.0, 2.0]) * (i + 1)
+        assert abs(float(eager(a, shift)) - float(compiled(a, shift))) <= 1e-5
+        np.testing.assert_allclose(mu2.detach().numpy(), mu1.detach().numpy(), atol=1e-6)
+    before = mu2.detach().numpy().copy()
+    with pytest.raises(ValueError) as want:
+        eager(a, shift - 5.0)
+    with pytest.raises(ValueError) as got:
+        compiled(a, shift - 5.0)
+    assert str(got.value).split(" but found")[0] == str(want.value).split(" but found")[0]
+    np.testing.assert_array_equal(mu2.detach().numpy(), before)
+    assert acg.aot.counters["eager_runs"] == 0

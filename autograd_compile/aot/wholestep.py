@@ -463,7 +463,7 @@ class WholeStep:
                 raise NotTraceable(_describe(e)) from e
             entry.program = (entry.program, lowered.compile())
             if entry.meta["checked"]:
-                entry.checks = _check_program(traced.jaxpr)
+                entry.checks = _check_program(traced.jaxpr, entry.meta["flags"])
             counters["compiles"] += 1
             self.entries.insert(0, entry)  # kept before it runs: a failed check keeps it
         meta = entry.meta
@@ -512,13 +512,14 @@ class WholeStep:
                                                   for a, i in zip(res, meta["items"])]))
 
 
-def _check_program(closed: Any) -> Callable:
+def _check_program(closed: Any, tree: Any) -> Callable:
     """The step's value checks as a program of their own: the step's trace, keeping only
     the flags (XLA drops what they do not read, mostly all but the index inputs), run
     before the step so a failed check raises eager's error with every tensor untouched
     (the step donates its state: after it, there is nothing to go back to)."""
     def flags(*flat: Any) -> Any:
-        return jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat)[-1]
+        outs = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat)
+        return tree.unflatten(outs[len(outs) - tree.num_leaves:])  # the step's last output
     return jax.jit(flags)
 
 
@@ -723,6 +724,7 @@ def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry, reads: list[Any
             entry.meta["lifted"] = [a is not d for a, d in zip(new_lifted, lifted)]
             entry.meta["stored"] = [(m, k) for m, k, _ in stored]
             entry.meta["checked"] = flags is not None
+            entry.meta["flags"] = jax.tree_util.tree_structure(flags)  # with their values
             return (res, new_datas, new_grads, state_out, new_lifted,
                     [t._data for *_, t in stored], flags)
 

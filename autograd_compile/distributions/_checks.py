@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, Sequence
 
+import jax
 import numpy as np
 
 from autograd_compile.kernels import special_dist as S
@@ -54,8 +55,9 @@ def require(ok: Tensor, dist: Any, values: Sequence[Tensor],
 
 
 def _traced(t: Tensor) -> bool:
+    """A fake (acg.compile's trace) or a tensor over a jax tracer (a whole step's)."""
     from autograd_compile.tracing.fake import FakeTensor  # fake imports nn: import late
-    return isinstance(t, FakeTensor)
+    return isinstance(t, FakeTensor) or isinstance(t._store, jax.core.Tracer)
 
 
 class _Look:
