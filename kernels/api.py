@@ -76,6 +76,11 @@ def _leaf(t: Tensor, requires_grad: bool, device: Any = None) -> Tensor:
 def _placed(t: Tensor, device: Any) -> Tensor:
     """``t`` on ``device`` (RuntimeError naming it when JAX has no such device)."""
     d = as_device(device)
+    if d.type == "meta" or t.is_meta:  # shapes without data: devices/meta.py
+        from autograd_compile.devices import meta
+        if d.type != "meta":
+            raise meta.no_data(d)
+        return meta.to_meta(t)
     target = to_jax(d)  # validates first, also when nothing moves
     devices = getattr(t._data, "devices", None)
     if devices is not None and not isinstance(t._data, jax.core.Tracer) and \

@@ -17,7 +17,7 @@ from typing import Any
 
 import jax
 
-_TYPES = ("cpu", "cuda")
+_TYPES = ("cpu", "cuda", "meta")  # meta: shapes without data (devices/meta.py)
 _JAX_PLATFORM = {"cpu": "cpu", "cuda": "gpu"}
 
 

@@ -321,16 +321,18 @@ class Module:
                 continue
             p.grad = None if set_to_none else zeros_like(p.grad)
 
-    def _apply(self, fn: Callable[[Tensor], Tensor]) -> "Module":
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> "Module":
         """Convert every parameter (in place: the Parameter objects stay) and buffer."""
-        for module in self.children():
+        for module in self.children() if recurse else ():
             module._apply(fn)
         with no_grad():
-            for p in self._parameters.values():
+            for name, p in list(self._parameters.items()):
                 if p is None:
                     continue
                 new = fn(p)
-                if new is not p:
+                if new.is_meta != p.is_meta:  # to or from the meta device: a new Parameter,
+                    self._parameters[name] = Parameter(new, p.requires_grad)  # as PyTorch
+                elif new is not p:
                     grad, p.grad = p.grad, None
                     p.data = new
                     p.grad = None if grad is None else fn(grad)
@@ -349,9 +351,28 @@ class Module:
 
         def convert(t: Tensor) -> Tensor:
             if device is not None:
+                if t.is_meta and str(device).split(":")[0] != "meta":
+                    raise NotImplementedError(
+                        "Cannot copy out of meta tensor; no data! Please use "
+                        "torch.nn.Module.to_empty() instead of torch.nn.Module.to() when moving "
+                        "module from meta to a different device.")
                 t = t.to(device)
             return t.to(dtype) if dtype is not None and is_float(t.dtype) else t
         return self._apply(convert)
+
+    def to_empty(self, *, device: Any, recurse: bool = True) -> "Module":
+        """Parameters and buffers moved to ``device`` with fresh storage, their values not
+        kept (zeros here): how a model built on the meta device gets memory.
+
+        >>> import autograd_compile as acg
+        >>> acg.nn.Linear(2, 3).to("meta").to_empty(device="cpu").weight.shape
+        (3, 2)
+        """
+        from ..kernels.api import empty
+
+        def fresh(t: Tensor) -> Tensor:
+            return empty(tuple(t.shape), dtype=t.dtype, device=device)
+        return self._apply(fresh, recurse)
 
     def float(self) -> "Module":
         return self._apply(lambda t: t.float() if is_float(t.dtype) else t)

@@ -21,6 +21,12 @@ class Parameter(Tensor):
 
     __slots__ = ()
 
+    def __new__(cls, data: Any = None, requires_grad: bool = True) -> "Parameter":
+        if cls is Parameter and isinstance(data, Tensor) and data.is_meta:
+            from ..devices.meta import MetaParameter  # a meta tensor's Parameter is meta
+            return super().__new__(MetaParameter)
+        return super().__new__(cls)
+
     def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
         if data is None:
             from ..kernels.api import zeros

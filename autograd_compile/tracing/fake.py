@@ -138,6 +138,11 @@ def _eval_shape(op: OpOverload, args: tuple, kwargs: dict) -> Any:
     return jax.tree_util.tree_map(lambda s: TensorMeta(tuple(s.shape), s.dtype), out)
 
 
+def _on_meta(args: tuple, kwargs: dict) -> bool:
+    return any(isinstance(t, Tensor) and t.is_meta for v in (*args, *kwargs.values())
+               for t in (v if type(v) in (list, tuple) else (v,)))
+
+
 def _has_tensor(v: Any) -> bool:
     return isinstance(v, Tensor) or (type(v) in (list, tuple) and any(_has_tensor(x) for x in v))
 
@@ -160,7 +165,11 @@ def fake_fallback(op: OpOverload, args: tuple, kwargs: dict) -> Any:
             t._set_data(None)
         return targets[0] if len(targets) == 1 else tuple(targets)
     mode = _fake_mode_of(args, kwargs)
-    outs = [FakeTensor(m.shape, m.dtype, mode) for m in _metas(result)]
+    if mode is None and _on_meta(args, kwargs):  # ops on the meta device stay there
+        from ..devices.meta import MetaTensor
+        outs = [MetaTensor(m.shape, m.dtype) for m in _metas(result)]
+    else:
+        outs = [FakeTensor(m.shape, m.dtype, mode) for m in _metas(result)]
     multi = isinstance(result, (list, tuple)) and not isinstance(result, TensorMeta)
     return tuple(outs) if multi else outs[0]
 
