@@ -69,6 +69,7 @@ from .nn._torch_vision import *  # noqa: E402,F401,F403
 from . import linalg  # noqa: E402
 from . import fft, special  # noqa: E402
 from . import func  # noqa: E402
+from . import compiler, random, _dynamo  # noqa: E402,A004  (torch.compiler, torch.random)
 from .kernels.api_funclin import *  # noqa: E402,F401,F403
 from .kernels.api_funclin import install_funclin_methods as _install_funclin  # noqa: E402
 _install_funclin(Tensor)

@@ -631,14 +631,36 @@ def fill(input: Tensor, value: Any) -> Tensor:
     return _acg.full_like(input, value)
 
 
+_THREADS: dict[str, int] = {}
+
+
 def get_num_threads() -> int:
-    """Threads used for intra-op parallelism (the CPU count; XLA manages its own pool)."""
-    return os.cpu_count() or 1
+    """Threads used for intra-op parallelism: what ``set_num_threads`` set, else the CPU
+    count (XLA sizes its own pool when it starts)."""
+    return _THREADS.get("intra", os.cpu_count() or 1)
 
 
 def get_num_interop_threads() -> int:
     """Threads used for inter-op parallelism (as ``get_num_threads``)."""
-    return os.cpu_count() or 1
+    return _THREADS.get("inter", os.cpu_count() or 1)
+
+
+def _thread_count(n: Any, what: str) -> int:
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        raise RuntimeError(f"{what}: Expected positive number of threads")
+    return n
+
+
+def set_num_threads(int: Any) -> None:  # noqa: A002 - PyTorch's parameter name
+    """Record the intra-op thread count (``get_num_threads`` returns it). XLA's CPU pool is
+    sized once when it starts (``XLA_FLAGS=--xla_cpu_multi_thread_eigen`` and friends), so
+    this does not resize it."""
+    _THREADS["intra"] = _thread_count(int, "set_num_threads")
+
+
+def set_num_interop_threads(int: Any) -> None:  # noqa: A002 - PyTorch's parameter name
+    """Record the inter-op thread count (see :func:`set_num_threads`)."""
+    _THREADS["inter"] = _thread_count(int, "set_num_interop_threads")
 
 
 def get_default_device() -> Any:

@@ -14,6 +14,7 @@ True
 """
 from __future__ import annotations
 
+import hashlib
 import secrets
 from typing import Any
 
@@ -21,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from autograd_compile.devices.model import GENERATOR
 from autograd_compile.tracing.fake import TensorMeta
 from autograd_compile.tensor import Tensor, _make
 
@@ -32,6 +34,7 @@ from .shape import copy_
 
 DEFAULT_SEED = 67280421310721  # PyTorch's default seed
 _STATE_BYTES = 40  # seed (8) + PCG64 state (16) + increment (16), little-endian
+_TORCH_CPU_STATE_BYTES = 5056  # what torch.get_rng_state() gives (CPUGeneratorImplState)
 
 
 class Generator:
@@ -55,6 +58,16 @@ class Generator:
         self._bits = np.random.PCG64(self._seed)
         return self
 
+    def _from_torch_state(self, b: bytes) -> "Generator":
+        """A state PyTorch's CPU generator saved (a checkpoint's ``torch.get_rng_state()``):
+        its initial seed (the first 8 bytes), and a stream started from a hash of the
+        whole state, so equal states give equal draws. The draws are ours, never
+        PyTorch's Mersenne Twister's: no stream here equals PyTorch's anyway."""
+        self._bits = np.random.PCG64(int.from_bytes(hashlib.blake2b(b, digest_size=8).digest(),
+                                                    "little"))
+        self._seed = int.from_bytes(b[:8], "little")
+        return self
+
     def seed(self) -> int:
         """Seed from the operating system's entropy; returns the new seed."""
         seed = secrets.randbits(63)
@@ -75,6 +88,8 @@ class Generator:
     def set_state(self, new_state: Tensor) -> "Generator":
         """Restore a state from :meth:`get_state`; returns the generator."""
         raw = np.asarray(new_state)
+        if raw.dtype == np.uint8 and raw.shape == (_TORCH_CPU_STATE_BYTES,):
+            return self._from_torch_state(raw.tobytes())
         if raw.dtype != np.uint8 or raw.shape != (_STATE_BYTES,):
             raise RuntimeError(f"Generator.set_state: expected a uint8 tensor of "
                                f"{_STATE_BYTES} bytes from get_state(), got {raw.dtype} of "
@@ -95,6 +110,7 @@ class Generator:
 
 
 default_generator = Generator()
+GENERATOR.append(default_generator)  # torch.cuda's seeding (devices/model.py)
 
 
 def key_of(generator: Generator | None) -> Tensor:

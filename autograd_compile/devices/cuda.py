@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import as_device, gpu_count, to_jax
+from .model import GENERATOR, as_device, gpu_count, to_jax
 
 
 def is_available() -> bool:
@@ -39,11 +39,75 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 
 def manual_seed(seed: int) -> None:
     """Seed the random state (one generator serves every device, as ``acg.manual_seed``)."""
-    from .kernels.api import manual_seed as _seed
-    _seed(seed)
+    GENERATOR[0].manual_seed(seed)
 
 
 manual_seed_all = manual_seed
+
+
+def seed() -> None:
+    """Seed the random state from the operating system (the one generator of every device)."""
+    GENERATOR[0].seed()
+
+
+seed_all = seed
+
+
+def initial_seed() -> int:
+    return GENERATOR[0].initial_seed()
+
+
+def get_rng_state(device: Any = "cuda") -> Any:
+    """The random state (one generator serves every device: ``acg.get_rng_state()``)."""
+    return GENERATOR[0].get_state()
+
+
+def set_rng_state(new_state: Any, device: Any = "cuda") -> None:
+    GENERATOR[0].set_state(new_state)
+
+
+def get_rng_state_all() -> list:
+    return [get_rng_state() for _ in range(max(device_count(), 1))]
+
+
+def set_rng_state_all(new_states: Any) -> None:
+    for state in list(new_states)[:1]:
+        set_rng_state(state)
+
+
+def empty_cache() -> None:
+    """Nothing to release: JAX frees a buffer when its last array goes."""
+
+
+def _memory(key: str, device: Any = None) -> int:
+    """A GPU memory statistic from JAX's allocator (0 without a GPU, as PyTorch's CPU
+    build reports)."""
+    if not is_available():
+        return 0
+    stats = to_jax("cuda" if device is None else device).memory_stats() or {}
+    return int(stats.get(key, 0))
+
+
+def memory_allocated(device: Any = None) -> int:
+    return _memory("bytes_in_use", device)
+
+
+def max_memory_allocated(device: Any = None) -> int:
+    return _memory("peak_bytes_in_use", device)
+
+
+def memory_reserved(device: Any = None) -> int:
+    return _memory("bytes_reserved", device) or _memory("bytes_limit", device)
+
+
+max_memory_reserved = memory_reserved
+
+
+def reset_peak_memory_stats(device: Any = None) -> None:
+    """JAX keeps its peak for the process: nothing to reset (a no-op, as on CPU)."""
+
+
+reset_max_memory_allocated = reset_peak_memory_stats
 
 
 def synchronize(device: Any = None) -> None:
@@ -55,7 +119,10 @@ def synchronize(device: Any = None) -> None:
 
 
 __all__ = ["is_available", "is_bf16_supported", "device_count", "current_device", "get_device_name", "manual_seed",
-           "manual_seed_all", "synchronize"]
+           "manual_seed_all", "synchronize", "seed", "seed_all", "initial_seed", "get_rng_state",
+           "set_rng_state", "get_rng_state_all", "set_rng_state_all", "empty_cache",
+           "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+           "reset_peak_memory_stats", "reset_max_memory_allocated"]
 
 
 # -- area dist2: set_device, as torchrun-style programs call it before init_process_group ----

@@ -17,6 +17,9 @@ from typing import Any
 
 import jax
 
+# the global random generator (one serves every device): kernels/random.py puts it here,
+# so torch.cuda's seeding reaches it without devices importing kernels
+GENERATOR: list = []
 _TYPES = ("cpu", "cuda", "meta")  # meta: shapes without data (devices/meta.py)
 _JAX_PLATFORM = {"cpu": "cpu", "cuda": "gpu"}
 

@@ -94,7 +94,6 @@ def _shell(dist: Any) -> tuple[Any, list[tuple[Any, str, Tensor]]]:
     """A copy of ``dist`` for its repr once the check failed, and the tensors that repr shows
     (``arg_constraints``' parameters, nested distributions' too) as (copy, name, tensor); its
     other tensors are dropped, so the copy keeps no traced value alive."""
-    from .distribution import Distribution
     shell = copy.copy(dist)  # its own __dict__
     try:
         shown = set(dist.arg_constraints)
@@ -102,7 +101,7 @@ def _shell(dist: Any) -> tuple[Any, list[tuple[Any, str, Tensor]]]:
         shown = set()
     slots = []
     for name, value in dist.__dict__.items():
-        if isinstance(value, Distribution):
+        if hasattr(value, "arg_constraints") and hasattr(value, "batch_shape"):  # nested
             shell.__dict__[name], inner = _shell(value)
             slots += inner
         elif isinstance(value, Tensor):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor, _init
+from ..tracing.fake import MetaTensor
 
 
 class Parameter(Tensor):
@@ -23,8 +24,7 @@ class Parameter(Tensor):
 
     def __new__(cls, data: Any = None, requires_grad: bool = True) -> "Parameter":
         if cls is Parameter and isinstance(data, Tensor) and data.is_meta:
-            from ..devices.meta import MetaParameter  # a meta tensor's Parameter is meta
-            return super().__new__(MetaParameter)
+            return super().__new__(MetaParameter)  # a meta tensor's Parameter is meta
         return super().__new__(cls)
 
     def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
@@ -139,3 +139,20 @@ class UninitializedBuffer(_Uninitialized, Tensor):
     def __init__(self, requires_grad: bool = False, device: Any = None,
                  dtype: Any = None) -> None:
         pass
+
+
+class MetaParameter(MetaTensor, Parameter):
+    """A Parameter on the meta device (``nn.Parameter(meta_tensor)``, ``module.to("meta")``)."""
+
+    __slots__ = ()
+
+    def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
+        MetaTensor.__init__(self, tuple(data.shape), data.dtype, requires_grad)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + MetaTensor.__repr__(self)
+
+    def __deepcopy__(self, memo: dict) -> "MetaParameter":
+        if id(self) not in memo:
+            memo[id(self)] = MetaParameter(self, self.requires_grad)
+        return memo[id(self)]

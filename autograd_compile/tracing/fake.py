@@ -25,6 +25,7 @@ from ..errors import op_error
 from .lifted import plain
 from ..modes import DispatchMode
 from .symbolic_shapes import _WeakIdKeyDict
+from ..devices.model import device as _Device
 from ..tensor import Tensor, _init
 
 
@@ -101,6 +102,72 @@ class FakeTensor(Tensor):
         return f"FakeTensor(shape={list(self.shape)}, dtype={self.dtype})"
 
 
+# -- the meta device: a FakeTensor whose device is "meta" -----------------------------------
+_NO_DATA = "Cannot copy out of meta tensor; no data!"
+
+
+class MetaTensor(FakeTensor):
+    """A tensor on PyTorch's ``"meta"`` device: a shape and a dtype, no data. Programs build
+    a model without memory with it (``model.to("meta")``, torch.func's ensembling base;
+    ``Module.to_empty`` then gives it storage). Every op on it runs its shape rule and gives
+    meta tensors; reading values raises PyTorch's errors.
+
+    >>> import autograd_compile as acg
+    >>> x = acg.ones(2, 3).to("meta")
+    >>> x, (x @ x.T).shape, x.is_meta, x.device
+    (tensor(..., device='meta', size=(2, 3)), (2, 2), True, device(type='meta'))
+    >>> m = acg.nn.Linear(2, 3).to("meta").to_empty(device="cpu")
+    >>> m.weight.device, m.weight.is_meta
+    (device(type='cpu'), False)
+    """
+
+    __slots__ = ()
+
+    def __init__(self, shape: tuple, dtype: Any, requires_grad: bool = False) -> None:
+        super().__init__(shape, dtype, None, _Device("meta"), requires_grad)
+
+    @property
+    def device(self) -> _Device:
+        return _Device("meta")
+
+    @property
+    def is_meta(self) -> bool:
+        return True
+
+    def item(self) -> Any:
+        raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
+                           "Scalar" if self.numel() != 1 else
+                           "Tensor.item() cannot be called on meta tensors")
+
+    def tolist(self) -> Any:
+        raise NotImplementedError(_NO_DATA)
+
+    def numpy(self, *, force: bool = False) -> Any:
+        raise TypeError("can't convert meta device type tensor to numpy. Use Tensor.cpu() to "
+                        "copy the tensor to host memory first.")
+
+    __array__ = __jax_array__ = tolist
+
+    def _shallow_alias(self) -> "MetaTensor":
+        return MetaTensor(self.shape, self.dtype)
+
+    def __repr__(self) -> str:
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        return f"tensor(..., device='meta', size={tuple(self.shape)}{grad})"
+
+
+def to_meta(t: Tensor) -> Tensor:
+    """``t.to("meta")``: its shape and dtype (and requires_grad), no data."""
+    if isinstance(t, MetaTensor):
+        return t
+    return MetaTensor(tuple(t.shape), t.dtype, t.requires_grad)
+
+
+def no_data() -> NotImplementedError:
+    """The error of moving a meta tensor to a device with data."""
+    return NotImplementedError(_NO_DATA)
+
+
 def _metas(result: Any) -> list[TensorMeta]:
     return list(result) if isinstance(result, (list, tuple)) and not \
         isinstance(result, TensorMeta) else [result]
@@ -166,7 +233,6 @@ def fake_fallback(op: OpOverload, args: tuple, kwargs: dict) -> Any:
         return targets[0] if len(targets) == 1 else tuple(targets)
     mode = _fake_mode_of(args, kwargs)
     if mode is None and _on_meta(args, kwargs):  # ops on the meta device stay there
-        from ..devices.meta import MetaTensor
         outs = [MetaTensor(m.shape, m.dtype) for m in _metas(result)]
     else:
         outs = [FakeTensor(m.shape, m.dtype, mode) for m in _metas(result)]
