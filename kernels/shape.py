@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import numpy as np
 
 from autograd_compile.tracing.fake import TensorMeta
 
@@ -313,6 +314,8 @@ triu_ = inplace("triu_", triu)
 def _to_device(x: Any, device: str) -> Any:
     from autograd_compile.devices import to_jax
     target = to_jax(device)
+    if isinstance(x, np.ndarray):  # a host value (a graph run op by op): on the CPU already
+        return x if target.platform == "cpu" else jax.device_put(x, target)
     if not isinstance(x, jax.core.Tracer) and target in x.devices():
         return x
     return jax.device_put(x, target)

@@ -165,7 +165,7 @@ class _TinyLM(nn.Module):
 
     def forward(self, idx: acg.Tensor) -> acg.Tensor:
         t = idx.size(1)
-        x = self.tok(idx) + self.pos(acg.arange(t))
+        x = self.tok(idx) + self.pos(acg.arange(t, device=idx.device))  # nanoGPT reads the device
         q, k, v = self.attn(self.ln(x)).split(x.size(-1), dim=2)
         if self.sdpa:
             x = x + F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.25)

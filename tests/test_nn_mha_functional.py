@@ -120,3 +120,29 @@ def test_container_is_deprecated_module() -> None:
     with pytest.warns(FutureWarning):
         s = Sub(a=acg.nn.Linear(1, 1))
     assert [n for n, _ in s.named_parameters()] == ["a.weight", "a.bias"]
+
+
+def test_sdpa_grouped_query_attention(mode):
+    """enable_gqa: 8 query heads over 2 key/value heads, each serving 4 consecutive query
+    heads; values against numpy, gradients against torch where installed."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal(s).astype(np.float32)
+               for s in [(2, 8, 5, 4), (2, 2, 5, 4), (2, 2, 5, 4)])
+    kr, vr = np.repeat(k, 4, axis=1), np.repeat(v, 4, axis=1)
+    scores = q @ kr.transpose(0, 1, 3, 2) / 2.0 + np.triu(np.full((5, 5), -np.inf), 1)
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    want = (p / p.sum(-1, keepdims=True)) @ vr
+    qt, kt, vt = (acg.tensor(a, requires_grad=True) for a in (q, k, v))
+    out = F.scaled_dot_product_attention(qt, kt, vt, is_causal=True, enable_gqa=True)
+    np.testing.assert_allclose(out.detach().numpy(), want, atol=1e-5)
+    with mode():
+        out.pow(2).sum().backward()
+    with pytest.raises(RuntimeError, match="must divide the number of heads in query"):
+        F.scaled_dot_product_attention(qt, kt[:, :1].expand(2, 3, 5, 4), vt, enable_gqa=True)
+    torch = pytest.importorskip("torch")
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True,
+                                                     enable_gqa=True).pow(2).sum().backward()
+    for ours, theirs in ((qt, tq), (kt, tk), (vt, tv)):
+        np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), atol=1e-4)

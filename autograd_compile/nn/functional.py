@@ -127,12 +127,15 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  attn_mask: Tensor | None = None, dropout_p: float = 0.0,
-                                 is_causal: bool = False, scale: float | None = None) -> Tensor:
+                                 is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
     """softmax(q @ k^T * scale + mask) @ v over the last two dims, any leading batch/head dims.
 
     ``attn_mask``: bool (True = attend) or additive float, broadcast to [..., L, S];
     ``is_causal``: a top-left lower-triangular mask; ``dropout_p``: dropout on the attention
-    probabilities, drawn from the global generator (``acg.manual_seed``). One fused op.
+    probabilities, drawn from the global generator (``acg.manual_seed``); ``enable_gqa``:
+    key and value may have fewer heads (dim -3) than the query, each serving a group of
+    query heads (grouped-query attention). One fused op.
 
     >>> import autograd_compile as acg
     >>> import autograd_compile.nn.functional as F
@@ -142,11 +145,24 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     """
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    if enable_gqa and query.dim() >= 3 and key.dim() >= 3:
+        key, value = _gqa_heads(query, key), _gqa_heads(query, value)
     rng = _default_generator.next_key() if dropout_p > 0.0 else None
     grad = is_grad_enabled() and any(t is not None and t.requires_grad
                                      for t in (query, key, value, attn_mask))
     op = _attn.sdpa if grad else _attn.sdpa_nograd  # no gradient: the host tier may run it
     return op(query, key, value, attn_mask, rng, dropout_p, is_causal, scale)[0]
+
+
+def _gqa_heads(query: Tensor, kv: Tensor) -> Tensor:
+    """``kv``'s heads (dim -3) repeated so each serves its group of query heads."""
+    hq, hk = query.shape[-3], kv.shape[-3]
+    if hq == hk:
+        return kv
+    if hq % hk:
+        raise RuntimeError(f"scaled_dot_product_attention: number of heads in key/value ({hk}) "
+                           f"must divide the number of heads in query ({hq})")
+    return kv.repeat_interleave(hq // hk, dim=-3)
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
