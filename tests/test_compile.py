@@ -723,3 +723,22 @@ def test_a_graph_that_cannot_be_built_runs_eagerly_with_the_reason(monkeypatch, 
     assert "<lambda> eagerly: AttributeError: get_attr target" in caplog.text
     with pytest.raises(aot_api.Unsupported, match="_tensor_constant0"):
         acg.compile(lambda x: x * 3, fullgraph=True)(acg.ones(2))
+
+
+def test_a_region_that_ran_eagerly_for_a_hook_traces_once_the_hook_is_gone():
+    """register_full_backward_hook makes the compiled module run eagerly (the hook fires as
+    in eager); after handle.remove() it traces and compiles (torch guards on hooks)."""
+    m = acg.nn.Sequential(acg.nn.Linear(4, 4), acg.nn.ReLU(), acg.nn.Linear(4, 2))
+    calls = []
+    handle = m[2].register_full_backward_hook(lambda mod, gin, gout: calls.append(1))
+    cm = acg.compile(m)
+    x = acg.randn(3, 4)
+    for _ in range(2):
+        cm(x).sum().backward()
+    assert len(calls) == 2 and aot_api.counters["eager_runs"] == 2
+    want = m(x)
+    handle.remove()
+    for _ in range(2):
+        assert_close(cm(x), want)
+    assert len(calls) == 2 and aot_api.counters["eager_runs"] == 2
+    assert aot_api.counters["traces"] == 2 and aot_api.counters["compiles"] >= 1

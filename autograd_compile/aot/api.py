@@ -28,6 +28,7 @@ from .wholestep import WholeStep, wants_whole_step
 
 log = config.get_logger("aot")
 _PLAIN = frozenset({Tensor, Parameter})  # classes whose shape and dtype are Tensor's
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks", "_backward_pre_hooks")
 CACHE_SIZE_LIMIT = 8  # traces kept per compiled function (like torch's cache_size_limit)
 BACKENDS = ("jax",)
 _LIVE: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
@@ -45,10 +46,11 @@ class Unsupported(RuntimeError):
 class _Entry:
     """One trace: the signature and sizes it serves, and its region (None: eager)."""
 
-    __slots__ = ("sig", "sizes", "region", "lifted")
+    __slots__ = ("sig", "sizes", "region", "lifted", "hooks")
 
     def __init__(self, sig: tuple, sizes: SizeGuards | None, region: Region | None) -> None:
         self.sig, self.sizes, self.region = sig, sizes, region
+        self.hooks: tuple | None = None  # an eager entry: the module hooks when it was made
         # tensors the region read through containers (box["shift"]): (index in the
         # region's extras, where from the roots, (shape, dtype, requires_grad) traced)
         self.lifted: list[tuple[int, Any, tuple]] = []
@@ -96,6 +98,9 @@ class CompiledFunction:
         for entry in self._entries:
             if entry.sig == sig and (entry.sizes is None or entry.sizes.failure(sizes) is None) \
                     and (not entry.lifted or self._relift(entry)):
+                if entry.region is None and entry.hooks != self._modules.hooks():
+                    self._entries.remove(entry)  # a hook it failed on is gone (or one came):
+                    break                        # trace again, as torch's hook guards do
                 counters["cache_hits"] += 1
                 return self._run(entry, args, kwargs, leaves, state)
         entry = self._miss(args, kwargs, leaves, state, sig, sizes)
@@ -169,6 +174,7 @@ class CompiledFunction:
                                   f"traced into one graph: {e}") from e
             self._warn_once(str(e), f"acg.compile: running {self.__qualname__} eagerly: {e}")
             entry = _Entry(sig, None, None)
+            entry.hooks = self._modules.hooks()
         self._entries.insert(0, entry)
         return entry
 
@@ -261,6 +267,11 @@ class ModuleState:
 
     def training(self) -> tuple[bool, ...]:
         return tuple([m.training for m in self.modules])
+
+    def hooks(self) -> tuple:
+        """Every module's hooks (their ids): read where a region ran eagerly, so removing
+        the hook it failed on makes it trace again."""
+        return tuple([tuple(getattr(m, k, ())) for m in self.modules for k in _HOOK_DICTS])
 
     def _rebuild(self) -> list:
         roots = self.roots()
