@@ -666,14 +666,16 @@ class _Shaped:
         self.shape, self.ndim = shape, len(shape)
 
 
-def _value_like(value: Any, target: Any, dtype: Any) -> Any:
-    """The assigned value as a tensor of ``target``'s shape and ``x``'s dtype."""
+def _value_like(value: Any, target: Any, dtype: Any, advanced: bool = False) -> Any:
+    """The assigned value as a tensor of ``target``'s shape and ``x``'s dtype (a value that
+    does not fit an advanced index's selection: PyTorch's "shape mismatch" error; a basic
+    slice's: expand's own)."""
     if not isinstance(value, Tensor):
         return full(list(target.shape), value, dtype=dtype)
     value = value.to(dtype) if value.dtype != dtype else value
     while value.ndim > target.ndim and value.shape[0] == 1:  # PyTorch drops leading 1s
         value = value.squeeze(0)
-    if not _broadcasts(tuple(value.shape), tuple(target.shape)):
+    if advanced and not _broadcasts(tuple(value.shape), tuple(target.shape)):
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot "
                            f"be broadcast to indexing result of shape {list(target.shape)}")
     return value.expand(list(target.shape)) if not shapes_equal(value.shape, target.shape) \
@@ -728,7 +730,7 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
             bases.append(last if last is not None else _read(bases[-1], step))
         else:
             bases.append(_read(bases[-1], step))
-    new = _value_like(value, bases[-1], x.dtype)
+    new = _value_like(value, bases[-1], x.dtype, steps[-1][0] == "index")
     for step, base in zip(reversed(steps), reversed(bases[:-1])):
         new = _write(base, new, step)
     copy_(x, new)

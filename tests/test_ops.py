@@ -512,7 +512,8 @@ INPLACE = [  # (name, in-place call, out-of-place call, extra args)
     ("clamp_", lambda x: x.clamp_(-0.5, 0.5), lambda x: x.clamp(-0.5, 0.5), ()),
     ("neg_exp_", lambda x: x.neg_().exp_(), lambda x: (-x).exp(), ()),
     ("relu_", lambda x: x.relu_(), lambda x: x.relu(), ()),
-    ("sigmoid_tanh_", lambda x: x.sigmoid_().tanh_(), lambda x: x.sigmoid().tanh(), ()),
+    # (x.sigmoid_().tanh_() raises, as in PyTorch: tanh_ overwrites what sigmoid's backward reads)
+    ("mul_sigmoid_", lambda x: x.mul_(2.0).sigmoid_(), lambda x: (x * 2.0).sigmoid(), ()),
     ("abs_", lambda x: x.abs_(), lambda x: x.abs(), ()),
     ("zero_", lambda x: x.zero_(), lambda x: x * 0, ()),
     ("fill_", lambda x: x.fill_(2.5), lambda x: x * 0 + 2.5, ()),
