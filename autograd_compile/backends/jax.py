@@ -31,7 +31,6 @@ from ..dispatch.keys import TLS, DispatchKey
 from ..fx import GraphModule, Node
 from ..runtime_checks import CheckedProgram
 from ..tensor import Tensor, _make, _unwrap, _wrap
-from .host_pack import Layout, pack, unpack
 
 try:  # a lifted Python float must stay weakly typed (x_f32 * s stays f32), as in eager
     from jax._src.lax.lax import _convert_element_type as _convert
@@ -103,27 +102,23 @@ class Segment:
         self.ext_of, self.static_of = picker(self.ext), picker(self.static)
         self.inputs_of = picker(self.input_ids)
         self.outs = [n for n in nodes if n in needed_later]
-        # value checks (index bounds) run first as their own small program; the inputs
-        # come as (device values, host buffers, their layout): see host_pack
-        self.fn = CheckedProgram(self._counted, self._trace, static_argnums=(4, 5))
+        # value checks (index bounds) run first as their own small program
+        self.fn = CheckedProgram(self._counted, self._trace, static_argnums=(3,))
 
-    def _counted(self, ext: tuple, dev: tuple, bufs: tuple, scalars: Any, static: tuple,
-                 layout: Layout | None) -> tuple:
+    def _counted(self, ext: tuple, in_arrays: tuple, scalars: Any, static: tuple) -> tuple:
         counters["compiles"] += 1  # runs once per XLA compile (jit traces once per shape)
-        return self._trace(ext, dev, bufs, scalars, static, layout)
+        return self._trace(ext, in_arrays, scalars, static)
 
-    def _trace(self, ext: tuple, dev: tuple, bufs: tuple, scalars: Any, static: tuple,
-               layout: Layout | None) -> tuple:
+    def _trace(self, ext: tuple, in_arrays: tuple, scalars: Any, static: tuple) -> tuple:
         env: dict[Node, Any] = dict(zip(self.ext, ext))
         env.update(zip(self.static, static))
-        inputs = dict(zip(self.input_ids, unpack(dev, bufs, layout)))
+        inputs = dict(zip(self.input_ids, in_arrays))
         for n in self.nodes:
             env[n] = _lower(n, env, inputs, scalars)
         return tuple(env[n] for n in self.outs)
 
     def run(self, env: dict, inputs: list, scalars: Any) -> None:
-        out = self.fn(self.ext_of(env), self.inputs_of(inputs), (), scalars,
-                      self.static_of(env), None)
+        out = self.fn(self.ext_of(env), self.inputs_of(inputs), scalars, self.static_of(env))
         env.update(zip(self.outs, out))
 
 
@@ -291,10 +286,12 @@ class JaxProgram:
         """``__call__`` for a straight plan: the program, then the writes."""
         seg, writes = self.straight
         static = seg.static_of(self._static_sizes(sizes))
-        # a saved host value goes in as it is, small ones packed into one buffer
-        dev, bufs, layout = pack(tuple([_program_value(inputs[i]) for i in seg.input_ids]))
-        out = seg.fn((), dev, bufs, np.asarray(scalars, dtype=np.float64) if scalars else None,
-                     static, layout)
+        if seg.fn.unchecked:  # one program reads each input: a saved host value goes in as
+            arrays = tuple([_program_value(inputs[i]) for i in seg.input_ids])  # it is
+        else:
+            arrays = tuple([inputs[i]._data for i in seg.input_ids])
+        out = seg.fn((), arrays, np.asarray(scalars, dtype=np.float64) if scalars else None,
+                     static)
         if TLS.mode_stack:  # a mode sees every write through the op layer
             for fn, leaf_i, out_i in writes:
                 _write(fn, leaves[leaf_i], out[out_i], False)
@@ -328,8 +325,8 @@ class JaxProgram:
 
 def _program_value(t: Tensor) -> Any:
     """What one program call reads of ``t``: a host value (a saved activation the eager
-    forward computed in numpy) as the numpy array itself, which jit moves in one copy
-    (or ``pack`` joins with others), rather than ``_data``'s defensive copy plus
-    transfer, kept for a reuse that a backward's saved values never get."""
+    forward computed in numpy) as the numpy array itself, which jit moves in one copy,
+    rather than ``_data``'s defensive copy plus transfer, kept for a reuse that a
+    backward's saved values never get."""
     store = t._store
     return store if type(store) is np.ndarray else t._data
