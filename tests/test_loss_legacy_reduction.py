@@ -190,6 +190,17 @@ def test_resolver_truth_table(sa: Any, r: Any) -> None:
         {"none": 0, "mean": 1, "sum": 2}[_expected(sa, r, "mean")]
 
 
+
+def _get_enum(module, reduction):
+    """``module.get_enum(reduction)``'s result or error text, and the warnings it gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            got = module.get_enum(reduction)
+        except ValueError as e:
+            got = str(e)
+    return got, [str(w.message) for w in caught]
+
 def test_legacy_module_matches_torch() -> None:
     torch = pytest.importorskip("torch")
     from torch.nn import _reduction as theirs
@@ -198,20 +209,7 @@ def test_legacy_module_matches_torch() -> None:
             assert _reduction.legacy_get_string(sa, r, emit_warning=False) == \
                 theirs.legacy_get_string(sa, r, emit_warning=False)
     for bad in ("elementwise_mean", "bogus"):
-        with warnings.catch_warnings(record=True) as t_w:
-            warnings.simplefilter("always")
-            try:
-                want = theirs.get_enum(bad)
-            except ValueError as e:
-                want = str(e)
-        with warnings.catch_warnings(record=True) as a_w:
-            warnings.simplefilter("always")
-            try:
-                got = _reduction.get_enum(bad)
-            except ValueError as e:
-                got = str(e)
-        assert got == want
-        assert [str(w.message) for w in a_w] == [str(w.message) for w in t_w]
+        assert _get_enum(_reduction, bad) == _get_enum(theirs, bad)
 
 
 def _module_names(torch: Any) -> list[str]:
