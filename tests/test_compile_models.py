@@ -217,7 +217,9 @@ def test_transformer_mask_cached_on_the_module_across_train_and_eval(mode):
                 with mode():
                     F.nll_loss(out.view(-1, 13), y.view(-1)).backward()
                 for g, w in zip(_grads_of(model), want):
-                    assert_close(g, w, rtol=1e-4, atol=1e-6)
+                    # float32 through attention and layer norms, summed in another order by
+                    # the program: entries near zero differ by ~1e-6 (grads here are ~1e-1)
+                    assert_close(g, w, rtol=1e-4, atol=1e-5)
     cmodel(x, has_mask=False)
     assert model.src_mask is None and counters["eager_runs"] == 0
 
