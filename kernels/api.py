@@ -27,7 +27,7 @@ from autograd_compile.autograd.derivatives import record
 from autograd_compile.devices import as_device, to_jax
 from autograd_compile.dispatch.keys import TLS
 from autograd_compile.tracing.symbolic_shapes import SymFloat, SymInt
-from autograd_compile.tracing.fake import no_data, to_meta
+from autograd_compile.tracing.fake import MetaTensor, no_data, to_meta
 from autograd_compile.tensor import HOST_ELEMENTS, TO_JAX, Tensor, _make
 
 from . import _xp
@@ -77,7 +77,7 @@ def _leaf(t: Tensor, requires_grad: bool, device: Any = None) -> Tensor:
 def _placed(t: Tensor, device: Any) -> Tensor:
     """``t`` on ``device`` (RuntimeError naming it when JAX has no such device)."""
     d = as_device(device)
-    if d.type == "meta" or t.is_meta:  # shapes without data (tracing/fake.py's MetaTensor)
+    if d.type == "meta" or isinstance(t, MetaTensor):  # shapes without data (tracing/fake.py)
         if d.type != "meta":
             raise no_data()
         return to_meta(t)

@@ -24,7 +24,9 @@ from typing import Any, Callable, Iterator, Mapping
 from ..autograd.grad_mode import no_grad
 from ..kernels._dtypes import as_dtype, is_float
 from ..kernels.api import zeros_like
+from ..devices import as_device
 from ..tensor import HookDict, RemovableHandle, Tensor
+from ..tracing.fake import MetaTensor
 from ._backward_hook import BackwardHook
 from .parameter import Parameter
 
@@ -330,8 +332,8 @@ class Module:
                 if p is None:
                     continue
                 new = fn(p)
-                if new.is_meta != p.is_meta:  # to or from the meta device: a new Parameter,
-                    self._parameters[name] = Parameter(new, p.requires_grad)  # as PyTorch
+                if isinstance(new, MetaTensor) != isinstance(p, MetaTensor):  # to or from meta:
+                    self._parameters[name] = Parameter(new, p.requires_grad)  # new, as PyTorch
                 elif new is not p:
                     grad, p.grad = p.grad, None
                     p.data = new
@@ -351,7 +353,7 @@ class Module:
 
         def convert(t: Tensor) -> Tensor:
             if device is not None:
-                if t.is_meta and str(device).split(":")[0] != "meta":
+                if isinstance(t, MetaTensor) and as_device(device).type != "meta":
                     raise NotImplementedError(
                         "Cannot copy out of meta tensor; no data! Please use "
                         "torch.nn.Module.to_empty() instead of torch.nn.Module.to() when moving "

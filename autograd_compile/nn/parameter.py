@@ -23,7 +23,7 @@ class Parameter(Tensor):
     __slots__ = ()
 
     def __new__(cls, data: Any = None, requires_grad: bool = True) -> "Parameter":
-        if cls is Parameter and isinstance(data, Tensor) and data.is_meta:
+        if cls is Parameter and isinstance(data, MetaTensor):
             return super().__new__(MetaParameter)  # a meta tensor's Parameter is meta
         return super().__new__(cls)
 

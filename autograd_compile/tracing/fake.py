@@ -206,7 +206,7 @@ def _eval_shape(op: OpOverload, args: tuple, kwargs: dict) -> Any:
 
 
 def _on_meta(args: tuple, kwargs: dict) -> bool:
-    return any(isinstance(t, Tensor) and t.is_meta for v in (*args, *kwargs.values())
+    return any(isinstance(t, MetaTensor) for v in (*args, *kwargs.values())
                for t in (v if type(v) in (list, tuple) else (v,)))
 
 
