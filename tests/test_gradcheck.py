@@ -11,9 +11,10 @@ import autograd_compile as acg
 from autograd_compile.autograd.gradcheck import GradcheckError
 
 
-def _functions(T):
-    """(name, fn, whether its backward is right) for a module ``T`` (acg or torch)."""
-    class Cube(T.autograd.Function):  # right, and differentiable twice
+def _cube(T, detached=False):
+    """x ** 3 with a right backward: differentiable twice, or (``detached``) with its
+    second derivative lost to a ``detach()``."""
+    class Cube(T.autograd.Function):
         @staticmethod
         def forward(ctx, x):
             ctx.save_for_backward(x)
@@ -22,7 +23,13 @@ def _functions(T):
         @staticmethod
         def backward(ctx, g):
             (x,) = ctx.saved_tensors
-            return g * 3 * x ** 2
+            return g * 3 * (x.detach() if detached else x) ** 2
+    return Cube
+
+
+def _functions(T):
+    """(name, fn, whether its backward is right) for a module ``T`` (acg or torch)."""
+    Cube = _cube(T)
 
     class Wrong(T.autograd.Function):
         @staticmethod
@@ -105,17 +112,7 @@ def test_a_nondeterministic_backward_is_not_reentrant():
 
 
 def test_gradgradcheck_catches_a_backward_that_is_not_differentiable():
-    class Detached(acg.autograd.Function):  # first derivative right, second lost
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x ** 3
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return g * 3 * x.detach() ** 2
-
+    Detached = _cube(acg, detached=True)  # first derivative right, second lost
     x = acg.tensor([0.5, -1.5], dtype=acg.float64, requires_grad=True)
     assert acg.autograd.gradcheck(Detached.apply, (x,))
     assert not acg.autograd.gradgradcheck(Detached.apply, (x,), raise_exception=False)
