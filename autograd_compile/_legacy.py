@@ -4,7 +4,7 @@
 >>> isinstance(acg.float32, acg.dtype), isinstance(acg.zeros(2).dtype, acg.dtype)
 (True, True)
 >>> acg.FloatTensor(2, 3).shape, acg.LongTensor([1, 2]).dtype
-((2, 3), dtype('int64'))
+((2, 3), torch.int64)
 >>> isinstance(acg.zeros(2), acg.FloatTensor), isinstance(acg.zeros(2), acg.LongTensor)
 (True, False)
 """
@@ -16,26 +16,8 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from ._dtype import dtype, of
 from .tensor import Tensor
-
-
-class _DtypeMeta(type):
-    """``isinstance(x, acg.dtype)``: numpy dtypes and the jnp scalar types (acg.float32 ...)."""
-
-    def __instancecheck__(cls, obj: Any) -> bool:
-        if isinstance(obj, np.dtype):
-            return True
-        return isinstance(obj, type) and issubclass(obj, np.generic) or \
-            isinstance(obj, type(jnp.float32))
-
-
-class dtype(metaclass=_DtypeMeta):  # noqa: N801  (PyTorch's name)
-    """The type of ``Tensor.dtype`` values: ``isinstance(t.dtype, acg.dtype)`` is True.
-    Our dtypes are numpy dtypes (``acg.float32`` is jnp's scalar type), so this class is a
-    check, not a constructor."""
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("cannot create 'acg.dtype' instances")
 
 
 class tensortype(type):  # noqa: N801  (PyTorch's metaclass name)
@@ -51,7 +33,7 @@ class tensortype(type):  # noqa: N801  (PyTorch's metaclass name)
 
     @property
     def dtype(cls) -> Any:
-        return cls._dtype
+        return of(cls._dtype)
 
     @property
     def is_cuda(cls) -> bool:

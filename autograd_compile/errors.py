@@ -25,7 +25,7 @@ def describe_value(value: Any) -> str:
     """'Tensor[2, 3] float32' for tensors, repr for everything else."""
     shape = getattr(value, "shape", None)
     if shape is not None and hasattr(value, "dtype"):
-        return f"Tensor{shape_list(shape)} {value.dtype}"
+        return f"Tensor{shape_list(shape)} {getattr(value.dtype, 'name', value.dtype)}"
     if isinstance(value, (list, tuple)) and any(hasattr(v, "shape") for v in value):
         return "[" + ", ".join(describe_value(v) for v in value) + "]"
     return repr(value)

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import journal
+from ._dtype import of as _dtype_of
 from .dispatch import dispatcher as _dispatcher
 from .dispatch.keys import TLS, DispatchKey
 
@@ -98,7 +99,7 @@ class Tensor:
 
     __slots__ = ("_store", "_requires_grad", "_grad", "grad_fn", "_output_nr", "_version",
                  "_backward_hooks", "_post_acc_hooks", "_retains_grad", "_acc_ref", "_base_meta",
-                 "__weakref__")
+                 "_inference", "__weakref__")
     _acg_keys = DispatchKey.Backend.bit
     __array_priority__ = 1000  # numpy defers to our operators: ndarray * Tensor -> Tensor
 
@@ -141,9 +142,20 @@ class Tensor:
                                "differentiation use var_no_grad = var.detach().")
         if requires_grad and not is_floating(self.dtype):
             raise RuntimeError("only Tensors of floating point dtype can require gradients, "
-                               f"got {self.dtype}")
+                               f"got {self.dtype.name}")
         self._requires_grad = bool(requires_grad)
         return self
+
+    def is_inference(self) -> bool:
+        """Whether the tensor was made inside ``inference_mode()``, as PyTorch's.
+
+        >>> import autograd_compile as acg
+        >>> with acg.inference_mode():
+        ...     y = acg.ones(2) * 2
+        >>> y.is_inference(), acg.ones(2).is_inference()
+        (True, False)
+        """
+        return self._inference
 
     @property
     def is_leaf(self) -> bool:
@@ -274,7 +286,8 @@ class Tensor:
 
     @property
     def dtype(self) -> Any:
-        return self._store.dtype
+        """An ``acg.dtype`` (``acg.float32`` ...), as ``torch.dtype``."""
+        return _dtype_of(self._store.dtype)
 
     @property
     def device(self) -> Any:
@@ -392,7 +405,10 @@ class Tensor:
         return object.__format__(self, spec)
 
     def __repr__(self) -> str:
-        body = np.array2string(_host_read(self._store, "print"), separator=", ", prefix="tensor(")
+        values = _host_read(self._store, "print")
+        if values.dtype.kind == "V":  # bfloat16, float8: numpy prints them as integers
+            values = values.astype(np.float32)
+        body = np.array2string(values, separator=", ", prefix="tensor(")
         # as PyTorch: the dtype is shown unless it is the default float, int64 or bool
         implied = self.dtype in (_default_float(), _INT64, _BOOL)
         extra = "" if implied else f", dtype={self.dtype}"
@@ -423,6 +439,7 @@ def _init(t: Tensor, array: Any) -> None:
     t._retains_grad = False
     t._acc_ref = None
     t._base_meta = None
+    t._inference = TLS.inference
 
 
 def _make(array: Any, cls: type = Tensor) -> Tensor:
@@ -441,8 +458,8 @@ def _check_assigned_grad(t: Tensor, g: Any) -> None:
         raise RuntimeError(f"assigned grad has data of a different size: got {list(g.shape)}, "
                            f"expected {list(t.shape)}")
     if jnp.dtype(g.dtype) != jnp.dtype(t.dtype):
-        raise RuntimeError(f"assigned grad has data of a different type: got {g.dtype}, "
-                           f"expected {t.dtype}")
+        raise RuntimeError(f"assigned grad has data of a different type: got {g.dtype.name}, "
+                           f"expected {t.dtype.name}")
 
 
 # -- the Backend adapter: Tensors in, jax arrays to the kernel, Tensors out -------------

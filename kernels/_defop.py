@@ -23,6 +23,8 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, Iterable
 
+import numpy as np
+
 from autograd_compile.autograd.derivatives import (SaveSpec, alias_for_inplace,
                                                    needs_input_grad, register_derivative)
 from autograd_compile.dispatch import COMPOSITE, DISPATCHER, Library, OpOverload, parse_schema
@@ -138,8 +140,8 @@ def inplace(name: str, functional: OpOverload) -> OpOverload:
         copy_ = DISPATCHER.ops["acg::copy_"]  # looked up late: shape.py defines it
         new = functional(alias_for_inplace(self), *args, **kwargs)
         if not can_cast(new.dtype, self.dtype):
-            cause = RuntimeError(f"result type {new.dtype} can't be cast to the desired output "
-                                 f"type {self.dtype}")
+            cause = RuntimeError(f"result type {new.dtype.name} can't be cast to the desired output "
+                                 f"type {self.dtype.name}")
             raise op_error(DISPATCHER.ops[f"acg::{new_head}"], (self, *args), kwargs, cause)
         out = copy_(self, new)
         _saved_as(new, self)
@@ -170,6 +172,14 @@ def float_like(x: Any, *args: Any, **kwargs: Any) -> TensorMeta:
     return TensorMeta(tuple(x.shape), to_float(x.dtype))
 
 
+_REAL_OF = {np.dtype("complex64"): np.dtype("float32"), np.dtype("complex128"): np.dtype("float64")}
+
+
+def real_like(x: Any, *args: Any, **kwargs: Any) -> TensorMeta:
+    """Elementwise unary whose complex inputs give their real dtype (abs: complex64 -> float32)."""
+    return TensorMeta(tuple(x.shape), _REAL_OF.get(x.dtype, x.dtype))
+
+
 # -- op builders ------------------------------------------------------------------------
 
 # op -> the numpy kernel its host tier runs, for the elementwise unary ops: the Python
@@ -178,10 +188,12 @@ HOST_UNARY: dict[OpOverload, Callable] = {}
 
 
 def unary(name: str, fn: Callable, backward: Any = _UNSET, save: SaveSpec = ("self",),
-          *, floating: bool = True, analytic: bool = True) -> OpOverload:
+          *, floating: bool = True, analytic: bool = True, shape: Callable | None = None
+          ) -> OpOverload:
     """``name(Tensor self) -> Tensor``; ``floating``: integer inputs compute in float32.
     ``analytic``: ``backward`` is ``g * f'(x)``, made PyTorch's complex rule by
-    :func:`holomorphic`; False for a formula already written for complex (abs)."""
+    :func:`holomorphic`; False for a formula already written for complex (abs).
+    ``shape``: the shape rule when the dtype rule is neither of those (abs: ``real_like``)."""
     if analytic and callable(backward):
         backward = holomorphic(backward)
     twin = numpy_twin(fn)
@@ -189,7 +201,8 @@ def unary(name: str, fn: Callable, backward: Any = _UNSET, save: SaveSpec = ("se
     host = (None if twin is None else
             (lambda x: twin(cast(x, to_float(x.dtype)))) if floating else twin)
     op = defop(f"{name}(Tensor self) -> Tensor", kernel,
-               shape=float_like if floating else same_shape, backward=backward, save=save,
+               shape=shape or (float_like if floating else same_shape), backward=backward,
+               save=save,
                host=host or False, cost="stream")
     if host is not None:
         HOST_UNARY[op] = host

@@ -19,6 +19,7 @@ import jax
 import numpy as np
 
 from autograd_compile import runtime_checks
+from autograd_compile._dtype import dtype as _AcgDtype
 from autograd_compile.dispatch.schema import FunctionSchema
 from autograd_compile.tensor import HostValueInTrace, WantsDeviceValues
 
@@ -57,6 +58,8 @@ def _hashable(v: Any) -> Any:
         return tuple, tuple(_hashable(x) for x in v)
     if isinstance(v, jax.core.Tracer):
         raise _InsideTrace
+    if type(v) is _AcgDtype:  # acg.float32 and np.dtype("float32"): one program, numpy's dtype
+        v = v.dtype
     return type(v), v
 
 

@@ -65,7 +65,7 @@ def to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None,
     >>> import autograd_compile as acg
     >>> x = acg.ones(2)
     >>> x.to("cpu") is x, x.to("cpu", acg.float64).dtype, x.to(acg.zeros(1).long()).dtype
-    (True, dtype('float64'), dtype('int64'))
+    (True, torch.float64, torch.int64)
     """
     for a in args:
         if isinstance(a, Tensor):
@@ -136,7 +136,7 @@ def _type(self: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs:
     a dtype or such a name: the tensor cast to it."""
     if dtype is None:
         cuda = ".cuda" if self.device.type == "cuda" else ""
-        return f"torch{cuda}.{_TYPE_NAMES.get(str(self.dtype), 'Tensor')}"
+        return f"torch{cuda}.{_TYPE_NAMES.get(self.dtype.name, 'Tensor')}"
     if isinstance(dtype, str) and dtype.rsplit(".", 1)[-1] in _TYPE_DTYPES:
         dtype = _TYPE_DTYPES[dtype.rsplit(".", 1)[-1]]
     return to(self, dtype=dtype)

@@ -297,7 +297,7 @@ def _out(v: Any, keep: bool = False) -> Any:
         raise HostUnsupported("a jax array from a host kernel")
     arr = np.asarray(v)  # numpy reductions return scalars, not 0-d arrays
     if arr.dtype not in HOST_DTYPES:
-        raise HostUnsupported(f"result dtype {arr.dtype}")
+        raise HostUnsupported(f"result dtype {arr.dtype.name}")
     if not keep:
         return _to_jax(arr)
     if not arr.flags.writeable and not _numpy_owned(arr):  # a view of a jax buffer (which

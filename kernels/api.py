@@ -14,13 +14,11 @@ Note: this module defines ``sum``, ``max``, ``min``, ``abs``, ``round``, ``pow``
 from __future__ import annotations
 
 import builtins
-import math
 import numbers
 import operator
 from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from autograd_compile.autograd.derivatives import record
@@ -38,6 +36,7 @@ from . import linalg as L
 from . import nn as N
 from . import reductions as R
 from . import shape as S
+from autograd_compile._dtype import of as dtype_of
 from ._dtypes import DEFAULT_INT, as_dtype, default_float, is_float, result_type, set_default_float
 from ._defop import HOST_UNARY
 from ._jit import clear_programs
@@ -135,7 +134,7 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: An
 
     >>> import autograd_compile as acg
     >>> acg.tensor([1, 2]).dtype, acg.tensor([1.5]).dtype, acg.tensor(True).dtype
-    (dtype('int64'), dtype('float32'), dtype('bool'))
+    (torch.int64, torch.float32, torch.bool)
     """
     t = _make(_array(data, as_dtype(dtype)))
     if TLS.mode_stack:  # under a mode (fake, tracing) a constant enters through an op
@@ -612,18 +611,22 @@ def any(input: Tensor, dim: _Dim = None, keepdim: builtins.bool = False) -> Tens
     return R.any(input, _dims(dim), keepdim)
 
 
-def norm(input: Tensor, p: Any = "fro", dim: _Dim = None, keepdim: builtins.bool = False
-         ) -> Tensor:
-    """Vector p-norm over ``dim`` (all elements by default); p = 2/"fro", 1, inf or a number."""
-    if input.is_complex():  # the norm of the moduli (x * x would square, not |x|**2)
-        input = input.abs()
-    if p in ("fro", 2):
-        return sum(input * input, dim, keepdim).sqrt()
-    if p == math.inf:
-        return amax(input.abs(), dim if dim is not None else (), keepdim)
-    if p == 1:
-        return sum(input.abs(), dim, keepdim)
-    return sum(input.abs() ** p, dim, keepdim) ** (1.0 / p)
+def norm(input: Tensor, p: Any = "fro", dim: _Dim = None, keepdim: builtins.bool = False,
+         dtype: Any = None) -> Tensor:
+    """Vector p-norm over ``dim`` (all elements by default; p = 2/"fro", 1, inf or a number),
+    or the nuclear norm of the matrices on ``dim``: ``linalg``'s norms, whose gradient at a
+    zero input is 0 as PyTorch's (a sqrt of squares would give nan).
+
+    >>> import autograd_compile as acg
+    >>> x = acg.zeros(2, 3, requires_grad=True)
+    >>> acg.norm(x, dim=1).sum().backward(); x.grad.tolist()
+    [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    """
+    from autograd_compile import linalg  # (the torch.linalg layer, above the kernels)
+    if p == "nuc":
+        return linalg.matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim,
+                                  dtype=dtype)
+    return linalg.vector_norm(input, 2 if p in ("fro", None) else p, dim, keepdim, dtype=dtype)
 
 
 # -- shape ---------------------------------------------------------------------------------
@@ -947,14 +950,14 @@ def numel(input: Tensor) -> int:
     return input.numel()
 
 
-def get_default_dtype() -> np.dtype:
+def get_default_dtype() -> Any:
     """The dtype Python floats and float factories get (float32 unless set).
 
     >>> import autograd_compile as acg
     >>> acg.get_default_dtype()
-    dtype('float32')
+    torch.float32
     """
-    return default_float()
+    return dtype_of(default_float())
 
 
 def set_default_dtype(d: Any) -> None:
@@ -963,7 +966,7 @@ def set_default_dtype(d: Any) -> None:
 
     >>> import autograd_compile as acg
     >>> acg.set_default_dtype(acg.float64); acg.tensor([1.5]).dtype, acg.ones(2).dtype
-    (dtype('float64'), dtype('float64'))
+    (torch.float64, torch.float64)
     >>> acg.set_default_dtype(acg.float32)
     """
     set_default_float(d)
@@ -971,16 +974,18 @@ def set_default_dtype(d: Any) -> None:
 
 
 # -- dtypes (last: ``bool`` shadows the builtin in this module) -----------------------------------
-float32, float64, float16, bfloat16 = jnp.float32, jnp.float64, jnp.float16, jnp.bfloat16
-int8, int16, int32, int64, uint8 = jnp.int8, jnp.int16, jnp.int32, jnp.int64, jnp.uint8
-complex64 = jnp.complex64
-half, double, long = float16, float64, int64
-bool = jnp.bool_  # noqa: A001
+float32, float64, float16, bfloat16 = map(dtype_of, ("float32", "float64", "float16", "bfloat16"))
+int8, int16, int32, int64 = map(dtype_of, ("int8", "int16", "int32", "int64"))
+uint8, uint16, uint32, uint64 = map(dtype_of, ("uint8", "uint16", "uint32", "uint64"))
+complex64 = dtype_of("complex64")
+half, double, long, short = float16, float64, int64, int16
+bool = dtype_of("bool")  # noqa: A001
 
 __all__ = [
     # dtypes
     "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8",
-    "complex64", "half", "double", "long", "bool", "get_default_dtype", "set_default_dtype",
+    "complex64", "half", "double", "long", "short", "uint16", "uint32", "uint64", "bool",
+    "get_default_dtype", "set_default_dtype",
     # creation
     "tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
     "empty_like", "full_like", "arange", "eye", "manual_seed", "initial_seed", "rand", "randn",

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 
+from autograd_compile._dtype import of as dtype_of
 from autograd_compile.tensor import Tensor
 
 from . import linalg_more as K
@@ -25,8 +26,8 @@ __all__ = ["det", "logdet", "slogdet", "inverse", "cholesky", "cholesky_solve",
            "view_as_real", "view_as_complex", "complex", "polar", "is_complex", "sgn",
            "complex128", "cfloat", "cdouble", "install_funclin_methods"]
 
-complex128 = cdouble = jnp.complex128
-cfloat = jnp.complex64
+complex128 = cdouble = dtype_of("complex128")
+cfloat = dtype_of("complex64")
 
 
 def _linalg() -> Any:

@@ -72,7 +72,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if num_classes == -1 and isinstance(tensor, Tensor) and type(tensor) is Tensor:
         if category(tensor.dtype) != 1:
             raise RuntimeError(f"one_hot is only applicable to index tensor of type LongTensor, "
-                               f"got {tensor.dtype}")
+                               f"got {tensor.dtype.name}")
         num_classes = builtins.int(reduced(tensor._data, jnp.max)) + 1 if tensor.numel() else 0
     return I.one_hot(tensor, num_classes)
 
@@ -119,7 +119,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The entries where ``mask`` holds (both broadcast), as a 1-D tensor; eager only (its
     length is data)."""
     if mask.dtype != BOOL:
-        raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype.name}")
     shape = list(broadcast_shapes(tuple(input.shape), tuple(mask.shape)))
     x = input if shapes_equal(input.shape, shape) else S.expand(input, shape)
     m = mask if shapes_equal(mask.shape, shape) else S.expand(mask, shape)

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from autograd_compile._dtype import of as dtype_of
 from autograd_compile.tensor import Tensor
 from . import _dtypes as D
 from ._defop import NONDIFF, binary
@@ -25,7 +26,7 @@ __all__ = [
     "log10", "log2", "sinh", "lerp", "rad2deg", "ldexp", "logaddexp", "logaddexp2",
     "logcumsumexp", "logspace", "median", "nanmedian", "kthvalue", "meshgrid", "movedim",
     "moveaxis", "msort", "mv", "nanmean", "nansum", "quantile", "nanquantile", "positive",
-    "promote_types", "result_type", "ravel", "rot90", "rsub", "scalar_tensor", "select_scatter",
+    "promote_types", "result_type", "can_cast", "is_inference", "ravel", "rot90", "rsub", "scalar_tensor", "select_scatter",
     "slice_scatter", "signbit", "tensordot", "tile", "trapezoid", "trapz", "tril_indices",
     "triu_indices", "vsplit", "vstack", "row_stack", "kron", "inner", "vdot", "trace", "isin",
     "isneginf", "isposinf", "isreal", "is_neg", "is_nonzero", "is_same_size", "is_signed",
@@ -209,7 +210,7 @@ def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any 
 def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     if not D.is_float(input.dtype):
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype "
-                           f"but got {input.dtype}")
+                           f"but got {input.dtype.name}")
     keep = ~input.isnan()
     n = keep.sum(dim, keepdim=keepdim) if dim is not None else keep.sum()
     return nansum(input, dim, keepdim, dtype=dtype) / n
@@ -301,7 +302,7 @@ def trapz(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     """Rescale each slice along dim whose p-norm exceeds maxnorm to norm maxnorm."""
     other = [i for i in builtins.range(input.dim()) if i != dim % input.dim()]
-    norm = input.abs().pow(p).sum(other, keepdim=True).pow(1.0 / p)
+    norm = _acg().linalg.vector_norm(input, p, other, keepdim=True)  # (0 gradient at zero)
     factor = _acg().where(norm > maxnorm, maxnorm / (norm + 1e-7), _acg().ones_like(norm))
     return input * factor
 
@@ -591,11 +592,32 @@ def range(start: Any, end: Any, step: Any = 1, *, out: Any = None, dtype: Any = 
 # -- dtypes and predicates -----------------------------------------------------------------
 
 def promote_types(type1: Any, type2: Any) -> Any:
-    return D.promote(D.as_dtype(type1), D.as_dtype(type2))
+    """PyTorch's promotion of two dtypes.
+
+    >>> import autograd_compile as acg
+    >>> acg.promote_types(acg.int64, acg.float16), acg.result_type(acg.ones(1).long(), 2.5)
+    (torch.float16, torch.float32)
+    """
+    return dtype_of(D.promote(D.as_dtype(type1), D.as_dtype(type2)))
 
 
 def result_type(tensor1: Any, tensor2: Any) -> Any:
-    return D.result_type(tensor1, tensor2)
+    return dtype_of(D.result_type(tensor1, tensor2))
+
+
+def can_cast(from_: Any, to: Any) -> bool:
+    """Whether PyTorch's casting rules allow ``from_`` to ``to`` (no lower category).
+
+    >>> import autograd_compile as acg
+    >>> acg.can_cast(acg.float64, acg.float32), acg.can_cast(acg.float32, acg.int32)
+    (True, False)
+    """
+    return D.can_cast(D.as_dtype(from_), D.as_dtype(to))
+
+
+def is_inference(input: Tensor) -> bool:
+    """``input.is_inference()``: made inside ``inference_mode()``."""
+    return input.is_inference()
 
 
 def is_neg(input: Tensor) -> bool:
@@ -762,7 +784,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     acg = _acg()
     if mask.dtype != np.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
-                           f"dtype {mask.dtype}")
+                           f"dtype {mask.dtype.name}")
     m = mask.expand(*input.shape) if tuple(mask.shape) != tuple(input.shape) else mask
     pos = (m.reshape(-1).to(acg.int64).cumsum(0) - 1).clamp(min=0)
     taken = source.reshape(-1).index_select(0, pos).reshape(input.shape)
@@ -869,7 +891,7 @@ def unravel_index(indices: Any, shape: Any) -> tuple:
     """Flat indices to coordinates in ``shape``: a tuple of index tensors."""
     idx = _t(indices)
     if D.is_float(idx.dtype) or idx.dtype == np.bool_:
-        raise TypeError(f"expected 'indices' to be integer dtype, but got {idx.dtype}")
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {idx.dtype.name}")
     shape = [shape] if isinstance(shape, int) else list(shape)
     total = int(np.prod(shape))
     if builtins.bool(((idx < -total) | (idx >= total)).any()):
@@ -1131,8 +1153,8 @@ def _inplace(name: str, f: Any) -> Any:
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         new = f(self.clone(), *args, **kwargs)
         if not D.can_cast(np.dtype(new.dtype), np.dtype(self.dtype)):
-            raise RuntimeError(f"{name}_: result type {new.dtype} can't be cast to the desired "
-                               f"output type {self.dtype}")
+            raise RuntimeError(f"{name}_: result type {new.dtype.name} can't be cast to the desired "
+                               f"output type {self.dtype.name}")
         return self.copy_(new)
     method.__name__ = method.__qualname__ = f"{name}_"
     return method

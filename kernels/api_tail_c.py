@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from autograd_compile._dtype import of as dtype_of
 from autograd_compile.tensor import Tensor
 from autograd_compile.tracing.fake import TensorMeta
 
@@ -30,8 +31,8 @@ from ._defop import defop, wants
 __all__ = ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"]
 F_ALL = ["grouped_mm", "scaled_mm", "scaled_grouped_mm", "ScalingType", "SwizzleType"]
 
-float8_e4m3fn, float8_e5m2 = jnp.float8_e4m3fn, jnp.float8_e5m2
-float8_e4m3fnuz, float8_e5m2fnuz = jnp.float8_e4m3fnuz, jnp.float8_e5m2fnuz
+float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz = map(dtype_of, (
+    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"))
 _FLOAT8 = frozenset(map(np.dtype, (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz,
                                    float8_e5m2fnuz)))
 _MM_DTYPES = frozenset(map(np.dtype, (jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64)))

@@ -15,7 +15,7 @@ import jax.scipy.special as jsp
 from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import (NONDIFF, PRODUCT, binary, defop, holomorphic, inplace, reduce_grad,
-                     same_shape, scaled, unary, wants)
+                     real_like, same_shape, scaled, unary, wants)
 from ._dtypes import BOOL, cast, is_float, result_type
 from ._shapes import broadcast_shapes, shape_of
 from ._xp import jnp
@@ -60,7 +60,7 @@ def _abs_backward(g: Any, x: Any, out: Any) -> Any:
     return g * x.sign()
 
 
-abs = unary("abs", jnp.abs, _abs_backward, floating=False, analytic=False)
+abs = unary("abs", jnp.abs, _abs_backward, floating=False, analytic=False, shape=real_like)
 square = unary("square", jnp.square, lambda g, x, out: g * (x * 2), floating=False)
 relu = unary("relu", jax.nn.relu, lambda g, x, out: where(out > 0, g, 0), save=("out",),
              floating=False)
@@ -193,7 +193,7 @@ bitwise_xor = binary("bitwise_xor.Tensor", jnp.bitwise_xor, NONDIFF)
 def _where_rule(c: Any, x: Any, y: Any) -> TensorMeta:
     if c.dtype != BOOL:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
-                           f"with dtype {c.dtype}")
+                           f"with dtype {c.dtype.name}")
     return TensorMeta(broadcast_shapes(shape_of(c), shape_of(x), shape_of(y)), result_type(x, y))
 
 

@@ -40,7 +40,7 @@ def _at(d: int, i: Any) -> tuple:
 
 def _index_dtype(name: str, index: Any, exc: type = RuntimeError, what: str = "") -> None:
     if category(index.dtype) != 1:
-        raise exc(f"{name}(): Expected dtype int32/int64 for index{what} but got: {index.dtype}")
+        raise exc(f"{name}(): Expected dtype int32/int64 for index{what} but got: {index.dtype.name}")
 
 
 def _check_vector(name: str, index: Any) -> None:
@@ -55,7 +55,7 @@ def _slices_rule(name: str, x: Any, dim: int, index: Any, source: Any) -> Tensor
     _check_vector(name, index)
     _index_dtype(name, index)
     if source.dtype != x.dtype:
-        raise RuntimeError(f"{name}(): self ({x.dtype}) and source ({source.dtype}) must have "
+        raise RuntimeError(f"{name}(): self ({x.dtype.name}) and source ({source.dtype.name}) must have "
                            f"the same scalar type")
     mine, theirs = tuple(x.shape) or (1,), tuple(source.shape) or (1,)  # 0-d acts as 1-d
     if len(mine) != len(theirs) or not shapes_equal(mine[:d] + mine[d + 1:],
@@ -138,7 +138,7 @@ index_add = defop(
 def _index_copy_rule(x: Any, dim: int, index: Any, source: Any) -> TensorMeta:
     if category(index.dtype) != 1:
         raise IndexError(f"index_copy_(): Expected a long tensor for index, but got "
-                         f"{index.dtype}")
+                         f"{index.dtype.name}")
     if index.ndim > 1:
         raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.ndim})")
     return _slices_rule("index_copy", x, dim, index, source)
@@ -159,7 +159,7 @@ index_copy = defop(
 def _index_fill_rule(x: Any, dim: int, index: Any, value: Any) -> TensorMeta:
     wrap_dim(dim, x.ndim)
     if category(index.dtype) != 1:
-        raise IndexError(f"index_fill_(): Expected dtype int64 for index, got {index.dtype}")
+        raise IndexError(f"index_fill_(): Expected dtype int64 for index, got {index.dtype.name}")
     if index.ndim > 1:
         raise IndexError(f"index_fill_(): Index has to be a vector/scalar, got shape "
                          f"{list(index.shape)}")
@@ -207,10 +207,10 @@ def _scatter_reduce_rule(x: Any, dim: int, index: Any, src: Any, reduce: str, *,
     d = wrap_dim(dim, x.ndim)
     if category(index.dtype) != 1:
         raise RuntimeError(f"scatter_reduce(): Expected dtype int64 for index, got "
-                           f"{index.dtype}")
+                           f"{index.dtype.name}")
     if src.dtype != x.dtype:
         raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, "
-                           f"got {x.dtype} and {src.dtype}")
+                           f"got {x.dtype.name} and {src.dtype.name}")
     if not index.ndim == src.ndim == x.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as self and "
                            "src tensors")

@@ -178,7 +178,7 @@ def _index_shape(shape: tuple, indices: list) -> tuple:
     for _, t in used:
         if category(t.dtype) != 1:
             raise RuntimeError(f"tensors used as indices must be long or int tensors (bool "
-                               f"masks are turned into indices before), got {t.dtype}")
+                               f"masks are turned into indices before), got {t.dtype.name}")
     try:
         b = broadcast_shapes(*(tuple(t.shape) for _, t in used))
     except RuntimeError:
@@ -301,7 +301,7 @@ def _gather_rule(x: Any, dim: int, index: Any, *src: Any) -> TensorMeta:
     if index.ndim != x.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     if category(index.dtype) != 1:
-        raise RuntimeError(f"gather(): Expected dtype int64 for index, got {index.dtype}")
+        raise RuntimeError(f"gather(): Expected dtype int64 for index, got {index.dtype.name}")
     wrap_dim(dim, x.ndim)
     return TensorMeta(tuple(index.shape) if not src else tuple(x.shape), x.dtype)
 
@@ -372,7 +372,7 @@ scatter_add_ = inplace("scatter_add_", scatter_add)
 def _one_hot_rule(x: Any, num_classes: int) -> TensorMeta:
     if category(x.dtype) != 1:
         raise RuntimeError(f"one_hot is only applicable to index tensor of type LongTensor, got "
-                           f"{x.dtype}")
+                           f"{x.dtype.name}")
     if num_classes < 0:
         raise RuntimeError(f"one_hot: num_classes must be given (>= 0) for a traced tensor, "
                            f"got {num_classes}")
@@ -407,7 +407,7 @@ one_hot = defop("one_hot(Tensor self, int num_classes) -> Tensor",
 def _masked_fill_rule(x: Any, mask: Any, value: Any) -> TensorMeta:
     if mask.dtype != BOOL:
         raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype "
-                           f"{mask.dtype}")
+                           f"{mask.dtype.name}")
     return TensorMeta(broadcast_shapes(tuple(x.shape), tuple(mask.shape)), x.dtype)
 
 

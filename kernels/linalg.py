@@ -17,8 +17,8 @@ from .elementwise import wants
 
 def _same_dtype(a: Any, b: Any) -> None:
     if a.dtype != b.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != "
-                           f"{b.dtype}")
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype.name} != "
+                           f"{b.dtype.name}")
 
 
 def _cannot_multiply(a: tuple, b: tuple) -> RuntimeError:

@@ -197,25 +197,28 @@ def _vector_norm(x: jax.Array, ord: str = "2", dim: Any = None, keepdim: bool = 
                  ) -> jax.Array:
     o = _ord(ord)
     axis = None if dim is None or len(dim) == 0 else tuple(dim)
-    a = jnp.abs(x)
+    # |x| with PyTorch's derivative sign(x): 0 at 0 (jnp.abs's is 1 there)
+    a = jnp.abs(x) if jnp.iscomplexobj(x) else x * jnp.sign(x)
     if o == np.inf:
         return jnp.max(a, axis=axis, keepdims=keepdim)
     if o == -np.inf:
         return jnp.min(a, axis=axis, keepdims=keepdim)
     if o == 0:
         return jnp.sum(a != 0, axis=axis, keepdims=keepdim).astype(a.dtype)
-    if o == 2:  # a zero vector's gradient is 0 (PyTorch's subgradient), not nan
-        sq = jnp.sum(a * a, axis=axis, keepdims=keepdim)
-        safe = jnp.where(sq == 0, 1, sq)
-        return jnp.where(sq == 0, 0, jnp.sqrt(safe))
-    return jnp.sum(a ** o, axis=axis, keepdims=keepdim) ** (1 / o)
+    # a zero vector's gradient is 0 (PyTorch's subgradient), not nan: the root is masked there
+    total = jnp.sum(a * a if o == 2 else a ** o, axis=axis, keepdims=keepdim)
+    safe = jnp.where(total == 0, 1, total)
+    return jnp.where(total == 0, 0, jnp.sqrt(safe) if o == 2 else safe ** (1 / o))
 
 
 def _matrix_norm(a: jax.Array, ord: str = "fro", dim: Any = (-2, -1), keepdim: bool = False
                  ) -> jax.Array:
     d0, d1 = (d % a.ndim for d in dim)
     moved = jnp.moveaxis(a, (d0, d1), (-2, -1))
-    out = jnp.linalg.matrix_norm(moved, ord=_ord(ord))
+    if ord == "fro":  # the vector 2-norm of the entries: its gradient at zero is 0, not nan
+        out = _vector_norm(moved, "2", (-2, -1))
+    else:
+        out = jnp.linalg.matrix_norm(moved, ord=_ord(ord))
     if keepdim:
         out = jnp.expand_dims(out, tuple(sorted((d0, d1))))
     return out

@@ -113,8 +113,8 @@ def _ln_rule(x: Any, shape: Any, w: Any = None, b: Any = None, eps: float = 1e-5
                                f"{name} of shape {list(p.shape)} and normalized_shape = "
                                f"{list(shape)}")
         if p.dtype != x.dtype:
-            raise RuntimeError(f"expected {name} to have the input's dtype {x.dtype}, "
-                               f"got {p.dtype}")
+            raise RuntimeError(f"expected {name} to have the input's dtype {x.dtype.name}, "
+                               f"got {p.dtype.name}")
     return TensorMeta(tuple(x.shape), x.dtype)
 
 
@@ -242,7 +242,7 @@ def _ce_rule(x: Any, t: Any, w: Any = None, reduction: str = "mean", ignore_inde
         raise RuntimeError("cross_entropy: input must have at least 1 dimension (classes)")
     if category(t.dtype) != 1:
         raise RuntimeError(f"cross_entropy: expected target of class indices with an integer "
-                           f"dtype (int64), got {t.dtype}")
+                           f"dtype (int64), got {t.dtype.name}")
     want = () if x.ndim == 1 else (x.shape[0],) + tuple(x.shape[2:])
     if tuple(t.shape) != want:
         raise RuntimeError(f"Expected input batch_size ({x.shape[0] if x.ndim > 1 else 1}) to "
@@ -255,7 +255,7 @@ def _ce_rule(x: Any, t: Any, w: Any = None, reduction: str = "mean", ignore_inde
     if reduction not in _REDUCTIONS:
         raise RuntimeError(f"{reduction} is not a valid value for reduction")
     if not is_float(x.dtype):
-        raise RuntimeError(f"cross_entropy: expected floating-point input, got {x.dtype}")
+        raise RuntimeError(f"cross_entropy: expected floating-point input, got {x.dtype.name}")
     return TensorMeta(tuple(t.shape) if reduction == "none" else (), x.dtype)
 
 
@@ -374,8 +374,8 @@ def _linear_rule(x: Any, w: Any, b: Any = None) -> TensorMeta:
     out = TensorMeta(sx[:-1] + sw[:-1], x.dtype)
     if b is not None:
         if b.dtype != x.dtype:
-            raise RuntimeError(f"linear: expected bias to have the input's dtype {x.dtype}, "
-                               f"got {b.dtype}")
+            raise RuntimeError(f"linear: expected bias to have the input's dtype {x.dtype.name}, "
+                               f"got {b.dtype.name}")
         if not shapes_equal(broadcast_shapes(tuple(out.shape), tuple(b.shape)), out.shape):
             raise RuntimeError(f"linear: bias of shape {list(b.shape)} does not broadcast to "
                                f"the output shape {list(out.shape)}")

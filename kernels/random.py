@@ -92,7 +92,7 @@ class Generator:
             return self._from_torch_state(raw.tobytes())
         if raw.dtype != np.uint8 or raw.shape != (_STATE_BYTES,):
             raise RuntimeError(f"Generator.set_state: expected a uint8 tensor of "
-                               f"{_STATE_BYTES} bytes from get_state(), got {raw.dtype} of "
+                               f"{_STATE_BYTES} bytes from get_state(), got {raw.dtype.name} of "
                                f"shape {list(raw.shape)}")
         b = raw.tobytes()
         self._seed = int.from_bytes(b[:8], "little")
@@ -141,7 +141,7 @@ def _check_p(p: Any, *rest: Any, **kwargs: Any) -> None:
 def _bernoulli_rule(x: Any, key: Any) -> TensorMeta:
     if not is_float(x.dtype):
         raise RuntimeError(f"bernoulli: expected a floating-point tensor of probabilities, "
-                           f"got {x.dtype}")
+                           f"got {x.dtype.name}")
     return TensorMeta(tuple(x.shape), x.dtype)
 
 
@@ -162,7 +162,7 @@ def _multinomial_rule(p: Any, n: int, replacement: bool, key: Any) -> TensorMeta
                            f"(shape {list(p.shape)})")
     if not is_float(p.dtype):
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
-                           f"{p.dtype}")
+                           f"{p.dtype.name}")
     if n <= 0:
         raise RuntimeError(f"multinomial: cannot sample n_sample <= 0 samples (got {n})")
     if not replacement and n > p.shape[-1]:
@@ -239,7 +239,7 @@ def _uniform_(x: Any, from_: float = 0.0, to: float = 1.0, *, key: Any) -> Any:
 def _float_like(x: Any, key: Any) -> TensorMeta:
     if not is_float(x.dtype):
         raise RuntimeError(f"expected a floating-point tensor to fill with random values, got "
-                           f"{x.dtype}")
+                           f"{x.dtype.name}")
     return same_shape(x)
 
 

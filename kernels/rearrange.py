@@ -104,7 +104,7 @@ def _repeats_rule(x: Any, repeats: Any, dim: int | None = None, *,
                            f"shape {list(repeats.shape)}")
     if category(repeats.dtype) != 1:
         raise RuntimeError(f"repeat_interleave: repeats has to be Long or Int tensor, got "
-                           f"{repeats.dtype}")
+                           f"{repeats.dtype.name}")
     shape, d = ((numel(x.shape),), 0) if dim is None else (tuple(x.shape), wrap_dim(dim, x.ndim))
     n = numel(repeats.shape)
     if not (isinstance(n, int) and n == 1) and n != (shape[d] if shape else 1):
@@ -183,7 +183,7 @@ def _take_along_dim(x: Any, indices: Any, dim: int | None = None) -> Any:
     """``gather`` after broadcasting input and indices against each other outside ``dim``."""
     if category(indices.dtype) != 1:
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be int64 but got "
-                           f"{indices.dtype}")
+                           f"{indices.dtype.name}")
     if dim is None:
         return gather(reshape(x, [-1]), 0, reshape(indices, [-1]))
     if x.ndim != indices.ndim:

@@ -153,7 +153,7 @@ def _check_dtypes(*tensors: Any) -> None:
 def _check_lengths(lengths: Any, x: Any) -> None:
     if lengths is not None and (category(lengths.dtype) != 1 or tuple(lengths.shape)
                                 != (x.shape[1],)):
-        raise _layer_err(f"expected integer lengths [{x.shape[1]}], got {lengths.dtype} "
+        raise _layer_err(f"expected integer lengths [{x.shape[1]}], got {lengths.dtype.name} "
                          f"{list(lengths.shape)}")
 
 

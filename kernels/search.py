@@ -52,7 +52,7 @@ def _searchsorted_rule(seq: Any, x: Any, *, out_int32: bool = False, right: bool
                                not shapes_equal(sorter.shape, seq.shape)):
         raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same size "
                            f"and sorter a long dtype, but got boundary tensor {list(seq.shape)} "
-                           f"and sorter tensor {list(sorter.shape)} {sorter.dtype}")
+                           f"and sorter tensor {list(sorter.shape)} {sorter.dtype.name}")
     result_type(seq, x)  # the two must promote
     return TensorMeta(tuple(x.shape), _INT32 if out_int32 else DEFAULT_INT)
 
@@ -99,7 +99,7 @@ def _bincount_length(x: Any, weights: Any = None, minlength: int = 0) -> int:
     """The output length, after PyTorch's checks; needs ``x``'s values (a concrete array)."""
     if x.ndim != 1 or category(x.dtype) != 1:
         raise RuntimeError(f"bincount only supports 1-d non-negative integral inputs, got "
-                           f"{x.ndim}-d {x.dtype}")
+                           f"{x.ndim}-d {x.dtype.name}")
     if weights is not None and (weights.ndim != 1 or weights.shape[0] != x.shape[0]):
         raise RuntimeError(f"weights should be 1-d and have the same length as input, got "
                            f"{list(weights.shape)} for input {list(x.shape)}")

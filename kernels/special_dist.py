@@ -75,7 +75,7 @@ def _square_rule(a: Any) -> TensorMeta:
         raise RuntimeError(f"linalg.cholesky: A must be batches of square matrices, but they are "
                            f"{a.shape[-2] if a.ndim > 1 else 1} by {a.shape[-1]} matrices")
     if not is_float(a.dtype):
-        raise RuntimeError(f"linalg.cholesky: Expected a floating point tensor, got {a.dtype}")
+        raise RuntimeError(f"linalg.cholesky: Expected a floating point tensor, got {a.dtype.name}")
     return TensorMeta(tuple(a.shape), a.dtype)
 
 

@@ -74,6 +74,8 @@ def inplace_method(op: Any) -> Callable:
         check_writable(self)
         out = op(self, *args, **kwargs)
         write_through(self)
-        return out
+        # self, as PyTorch: under a trace the op answers with the traced alias of a real
+        # tensor, and `self.buf += 1` would put that alias into the module
+        return self if isinstance(out, Tensor) else out
     method.__name__ = method.__qualname__ = getattr(op, "name", getattr(op, "__name__", "op"))
     return method

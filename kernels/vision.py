@@ -47,8 +47,8 @@ def _convt_rule(x: Any, w: Any, b: Any, stride: Any, padding: Any, output_paddin
         raise RuntimeError(f"{op}: expected {w.ndim}D (batched) input for weight of size "
                            f"{list(w.shape)}, but got input of size: {list(x.shape)}")
     if x.dtype != w.dtype or (b is not None and b.dtype != x.dtype) or not is_float(x.dtype):
-        raise RuntimeError(f"Input type ({x.dtype}), weight type ({w.dtype}) and bias type "
-                           f"({None if b is None else b.dtype}) should be the same floating type")
+        raise RuntimeError(f"Input type ({x.dtype.name}), weight type ({w.dtype.name}) and bias type "
+                           f"({None if b is None else b.dtype.name}) should be the same floating type")
     if groups < 1 or w.shape[0] % groups != 0:
         raise RuntimeError(f"{op}: non-positive groups or weight of size {list(w.shape)} not "
                            f"divisible by groups={groups}")
@@ -401,7 +401,7 @@ def _upsample_rule(x: Any, output_size: Any, mode: str, align_corners: bool = Fa
         raise RuntimeError(f"upsample: unknown mode {mode!r}, expected one of {list(_MODES)}")
     if x.ndim < n + 1 or not is_float(x.dtype) and mode not in ("nearest", "nearest-exact"):
         raise RuntimeError(f"upsample_{mode}{n}d: expected a floating input with {n} spatial "
-                           f"dims, got {list(x.shape)} of {x.dtype}")
+                           f"dims, got {list(x.shape)} of {x.dtype.name}")
     if min(output_size) < 1 or min(x.shape[-n:]) < 1:
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
                            f"({', '.join(map(str, x.shape[-n:]))}) and output "

@@ -146,7 +146,7 @@ def test_scaled_mm_matches_torch(name, sa, ra, sb, rb, bias, out) -> None:
     got = F.scaled_mm(acg.tensor(x).to(acg.float8_e4m3fn), acg.tensor(y).to(acg.float8_e4m3fn),
                       acg.tensor(sa), getattr(S, ra), acg.tensor(sb), getattr(S, rb),
                       bias=None if bv is None else acg.tensor(bv), **kw_a)
-    assert str(got.dtype) == str(want.dtype).replace("torch.", "")
+    assert str(got.dtype) == str(want.dtype)
     tol = 1e-5 if want.dtype == torch.float32 else 2e-2 if want.dtype != torch.float8_e4m3fn \
         else 0.13
     np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=tol, atol=tol)

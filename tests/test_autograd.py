@@ -441,3 +441,23 @@ def test_inplace_ops_whose_backward_reads_their_result(mode, op):
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         with mode():
             y.sum().backward()
+
+
+def test_grad_and_backward_take_any_iterable_of_tensors(mode):
+    """``autograd.grad(loss, m.parameters())`` (MAML's inner loop), ``.values()``, generators
+    of outputs and ``backward(inputs=m.parameters())`` work as in PyTorch."""
+    acg.manual_seed(0)
+    m = acg.nn.Linear(2, 1)
+    x = acg.ones(3, 2)
+    want = [np.full((1, 2), 3.0), np.full((1,), 3.0)]
+    with mode():
+        for ins in (m.parameters(), dict(m.named_parameters()).values()):
+            got = acg.autograd.grad(m(x).sum(), ins)
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_allclose(g.numpy(), w)
+        got = acg.autograd.grad((o for o in [m(x).sum()]), list(m.parameters()))
+        np.testing.assert_allclose(got[1].numpy(), want[1])
+        m(x).sum().backward(inputs=m.parameters())
+        acg.autograd.backward(iter([m(x).sum()]), grad_tensors=iter([acg.tensor(2.0)]))
+    np.testing.assert_allclose(m.weight.grad.numpy(), 3 * want[0])
+    np.testing.assert_allclose(m.bias.grad.numpy(), 3 * want[1])

@@ -40,7 +40,7 @@ def test_reads_a_torch_zip_checkpoint_without_torch() -> None:
     np.testing.assert_array_equal(np.asarray(lin["weight"]), LIN_W)
     assert lin["bias"].tolist() == [-1.0, 0.5]
     d = ck["dtypes"]
-    assert [str(d[k].dtype) for k in ("bf16", "f16", "i8", "bool", "c64", "i64", "u16")] == [
+    assert [d[k].dtype.name for k in ("bf16", "f16", "i8", "bool", "c64", "i64", "u16")] == [
         "bfloat16", "float16", "int8", "bool", "complex64", "int64", "uint16"]
     assert d["bf16"].float().tolist() == [1.5, -2.0] and d["i8"].tolist() == [-3, 7]
     assert d["bool"].tolist() == [True, False] and d["i64"].tolist() == [2 ** 40]
@@ -183,7 +183,7 @@ def test_torch_reads_what_we_write(tmp_path: Path) -> None:
     assert list(back["model"]) == list(net.state_dict())
     for k, v in net.state_dict().items():
         np.testing.assert_array_equal(back["model"][k].detach().numpy(), np.asarray(v))
-        assert str(back["model"][k].dtype).removeprefix("torch.") == str(v.dtype)
+        assert str(back["model"][k].dtype) == str(v.dtype)
     assert back["bf"].dtype == torch.bfloat16 and back["bf"].float().tolist() == [1.5, -2.0]
     assert back["i8"].tolist() == [-3, 7] and back["b"].tolist() == [True, False]
     assert isinstance(back["p"], torch.nn.Parameter) and back["p"].requires_grad

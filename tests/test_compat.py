@@ -34,7 +34,7 @@ def test_default_dtype_governs_factories_scalars_and_layers(float64_default):
     assert (ints * 2.5).dtype == f64 and ints.float().dtype == np.dtype("float32")
     assert acg.nn.Linear(2, 3).weight.dtype == f64
     assert "dtype" not in repr(acg.tensor([1.5]))  # the default float is implied
-    assert "dtype=float32" in repr(acg.tensor([1.5], dtype=acg.float32))
+    assert "dtype=torch.float32" in repr(acg.tensor([1.5], dtype=acg.float32))  # as PyTorch
 
 
 def test_default_dtype_reverts_and_rejects_integers(float64_default):
@@ -121,7 +121,7 @@ def test_tensor_type_and_pin_memory():
 def test_repr_hides_default_int_and_bool_dtypes():
     assert repr(acg.tensor([1, 2])) == "tensor([1, 2])"
     assert repr(acg.tensor([True, False])) == "tensor([ True, False])"
-    assert repr(acg.tensor([1], dtype=acg.int32)) == "tensor([1], dtype=int32)"
+    assert repr(acg.tensor([1], dtype=acg.int32)) == "tensor([1], dtype=torch.int32)"
 
 
 def test_docstring_examples_run(restore_precision):

@@ -742,3 +742,58 @@ def test_a_region_that_ran_eagerly_for_a_hook_traces_once_the_hook_is_gone():
         assert_close(cm(x), want)
     assert len(calls) == 2 and aot_api.counters["eager_runs"] == 2
     assert aot_api.counters["traces"] == 2 and aot_api.counters["compiles"] >= 1
+
+
+def test_augmented_assignment_of_a_buffer_inside_acg_compile():
+    """``self.step += 1`` in forward (a counter buffer, MoCo's pointer): the in-place op
+    returns the buffer itself, so the module keeps its real tensor and the region traces."""
+    class Counter(acg.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = acg.nn.Linear(2, 2)
+            self.register_buffer("step", acg.zeros(1, dtype=acg.long))
+            self.register_buffer("total", acg.zeros(2))
+
+        def forward(self, x):
+            self.step += 1
+            self.total += x.detach().sum(0)
+            return self.lin(x) * self.step
+
+    eager, compiled = Counter(), Counter()
+    compiled.load_state_dict(eager.state_dict())
+    run = acg.compile(compiled, fullgraph=True)
+    buf = compiled.step
+    for i in range(3):
+        x = acg.tensor([[1.0, 2.0 + i]])
+        np.testing.assert_allclose(run(x).detach().numpy(), eager(x).detach().numpy())
+    assert compiled.step is buf and compiled.step.tolist() == eager.step.tolist() == [3]
+    np.testing.assert_allclose(compiled.total.numpy(), eager.total.numpy())
+
+
+def test_parameters_only_an_unused_output_reaches_get_no_gradient(mode):
+    """A compiled module returning an output the loss ignores (BERT's pooler under an MLM
+    loss): the parameters only that output reaches keep ``.grad`` None, as eagerly, so
+    AdamW's weight decay leaves them alone; a detached path gives None as well."""
+    class TwoHeads(acg.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.unused = acg.nn.Linear(4, 4), acg.nn.Linear(4, 4)
+
+        def forward(self, x):
+            h = self.a(x)
+            return h.sum(), self.unused(h) + h
+
+    grads = []
+    for wrap in (lambda m: m, acg.compile):
+        acg.manual_seed(0)
+        model = TwoHeads()
+        opt = acg.optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.1)
+        before = model.unused.weight.detach().clone()
+        loss, _ = wrap(model)(acg.ones(2, 4))
+        with mode():
+            loss.backward()
+        opt.step()
+        assert model.unused.weight.grad is None and model.unused.bias.grad is None
+        np.testing.assert_array_equal(model.unused.weight.detach().numpy(), before.numpy())
+        grads.append(model.a.weight.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)

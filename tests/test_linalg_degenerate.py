@@ -60,3 +60,36 @@ def test_vectors_at_repeated_values_are_not_finite_as_in_torch(vectors: Callable
     X = acg.tensor(I3, requires_grad=True)
     vectors(acg, X).pow(2).sum().backward()
     assert not np.isfinite(X.grad.numpy()).all()
+
+
+# -- norms at zero: PyTorch's subgradient (sign(0) = 0, a zero slice's norm has gradient 0) --
+_Z = np.zeros((2, 3, 3))
+_SIGNED = np.array([[0.0, 1.0, -2.0]])
+NORM_CASES: dict[str, tuple[Callable[[Any], Any], np.ndarray, np.ndarray]] = {
+    "norm_all": (lambda x: acg.norm(x), _Z, _Z),
+    "norm_dims": (lambda x: acg.norm(x, dim=(1, 2)), _Z, _Z),
+    "method_dim": (lambda x: x.norm(dim=1), _Z, _Z),
+    "p3": (lambda x: acg.norm(x, p=3), _Z, _Z),
+    "fro": (lambda x: acg.norm(x, p="fro"), _Z, _Z),
+    "inf": (lambda x: acg.norm(x, p=float("inf")), _Z, _Z),
+    "dist": (lambda x: acg.dist(x, acg.zeros(3, dtype=acg.float64)), _Z, _Z),
+    "matrix_norm": (lambda x: acg.linalg.matrix_norm(x), _Z, _Z),
+    "renorm": (lambda x: acg.renorm(x, 2, 0, 1.0), _Z, np.ones_like(_Z)),
+    "p1_zero_entry": (lambda x: acg.norm(x, p=1), _SIGNED, np.sign(_SIGNED)),
+    "inf_zero_entry": (lambda x: acg.norm(x, p=float("inf")), _SIGNED, np.array([[0, 0, -1.]])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NORM_CASES))
+def test_norm_gradient_at_zero(mode, name):
+    loss, x, want = NORM_CASES[name]
+    X = acg.tensor(x, requires_grad=True)
+    with mode():
+        loss(X).sum().backward()
+    np.testing.assert_allclose(X.grad.numpy(), want, atol=1e-12)
+
+
+def test_norm_gradient_at_zero_under_acg_compile():
+    X = acg.tensor(_Z, requires_grad=True)
+    acg.compile(lambda x: acg.norm(x, dim=(1, 2)).sum(), fullgraph=True)(X).backward()
+    np.testing.assert_allclose(X.grad.numpy(), _Z)

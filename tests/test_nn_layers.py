@@ -104,7 +104,7 @@ def test_parameter_list_and_dict():
     pl.append(acg.ones(1))
     assert [n for n, _ in pl.named_parameters()] == ["0", "1", "2"]
     assert isinstance(pl[1:], nn.ParameterList) and len(pl[1:]) == 2
-    assert "(1): Parameter containing: [float32 of size 3]" in repr(pl)
+    assert "(1): Parameter containing: [torch.float32 of size 3]" in repr(pl)  # as PyTorch
     pd = nn.ParameterDict({"w": acg.zeros(2), "b": acg.ones(1)})
     assert list(pd) == ["b", "w"]  # a plain dict is sorted, as in PyTorch
     pd["z"] = acg.zeros(1)

@@ -45,7 +45,7 @@ def _check_lazy(name, args, kwargs, shape, mode):
     assert repr(om) == repr(tm)
     assert om.weight is weight and type(weight) is nn.Parameter
     assert [(k, tuple(v.shape), str(v.dtype)) for k, v in om.state_dict().items()] == \
-        [(k, tuple(v.shape), str(v.dtype).replace("torch.", "")) for k, v in
+        [(k, tuple(v.shape), str(v.dtype)) for k, v in
          tm.state_dict().items()]
     # the initialiser ran: kaiming_uniform(a=sqrt(5)) bounds, 1/sqrt(fan_in)
     fan_in = int(np.prod(om.weight.shape[1:]))

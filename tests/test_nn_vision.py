@@ -349,7 +349,7 @@ def test_interpolate_uint8_images_match_torch():
         x = rng.integers(0, 256, shape).astype(np.uint8)
         theirs = torch.nn.functional.interpolate(torch.tensor(x), **kw).detach().numpy().astype(int)
         ours = F.interpolate(acg.tensor(x), **kw)
-        assert str(ours.dtype) == "uint8"
+        assert str(ours.dtype) == "torch.uint8"
         diff = np.abs(ours.detach().numpy().astype(int) - theirs)
         assert diff.max() <= (0 if kw.get("mode", "nearest").startswith("nearest") else 1)
         assert (diff > 0).mean() < 0.01, kw

@@ -96,7 +96,7 @@ def test_legacy_constructors_as_torch(name):
     data = [[1, 0], [3, 4]]
     got, want = ours_t(data), theirs_t(data)
     assert_close(got.detach().numpy().astype(np.float64), want.detach().numpy().astype(np.float64))
-    assert str(got.dtype) == str(want.dtype).split(".")[-1]
+    assert str(got.dtype) == str(want.dtype)  # "torch.float32" as PyTorch prints it
     assert isinstance(got, ours_t) and not isinstance(acg.zeros(2, dtype=acg.complex64),
                                                       ours_t)
     assert ours_t().shape == tuple(theirs_t().shape)
@@ -136,3 +136,21 @@ def test_broadcasting_target_warns_as_torch(loss):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         getattr(F, loss)(acg.tensor(x), acg.tensor(x))  # same shapes: silent
+
+
+def test_is_inference_marks_tensors_made_in_inference_mode():
+    x = acg.ones(2, requires_grad=True)
+    with acg.inference_mode():
+        made, computed = acg.zeros(3), x * 2
+        with acg.inference_mode(False):
+            normal = acg.ones(1)
+    assert made.is_inference() and computed.is_inference() and acg.is_inference(computed)
+    assert not (x.is_inference() or normal.is_inference() or acg.ones(1).is_inference())
+    with acg.no_grad():  # no_grad is not inference mode
+        assert not (x * 2).is_inference()
+    torch = pytest.importorskip("torch")
+    with torch.inference_mode():
+        theirs = torch.zeros(3)
+        with torch.inference_mode(False):
+            theirs_normal = torch.ones(1)
+    assert theirs.is_inference() and not theirs_normal.is_inference()

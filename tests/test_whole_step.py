@@ -827,3 +827,31 @@ def test_a_backward_under_compiled_autograd_inside_the_step() -> None:
             assert abs(float(eager()) - float(compiled())) <= 1e-6
             assert _maxdiff(p1, p2) <= TOL and _maxdiff(p1.grad, p2.grad) <= TOL
     assert counters["eager_runs"] == 0
+
+
+def test_new_sequence_lengths_run_eagerly_until_they_repeat() -> None:
+    """Batches padded to their longest sequence: a length seen for the first time runs the
+    step eagerly (XLA would compile a program for it), a length that repeats gets its
+    program; no cache-limit fallback, and every step equals eager's."""
+    def model_fn() -> nn.Module:
+        return nn.Sequential(nn.Embedding(30, 8), nn.Linear(8, 3))
+
+    def loss_fn(m, ids, y):
+        return nn.functional.cross_entropy(m(ids).mean(1), y)
+
+    opt_fn = lambda m: acg.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)  # noqa: E731
+    m1, o1, _, eager = _setup(model_fn, opt_fn, None, 1.0, "none", loss_fn)
+    m2, o2, _, step = _setup(model_fn, opt_fn, None, 1.0, "none", loss_fn)
+    compiled = acg.compile(step)
+    acg.aot.reset()
+    rng = np.random.default_rng(0)
+    lengths = [5, 5, 6, 7, 6, 8, 5, 6, 9, 10, 11, 12, 13]
+    for i, n in enumerate(lengths):
+        ids, y = acg.tensor(rng.integers(0, 30, (3, n))), acg.tensor(rng.integers(0, 3, 3))
+        l1, l2 = eager(ids, y), compiled(ids, y)
+        assert abs(float(l1) - float(l2)) <= 1e-5, f"step {i}: loss"
+        _assert_same(m1, o1, m2, o2, f"step {i} (length {n})")
+    # traced: the first call, the second (momentum state now exists), length 6 once it
+    # repeats; the lengths seen once ran eagerly, and the cache limit was never reached
+    assert (counters["traces"], counters["eager_sizes"], counters["cache_hits"],
+            counters["eager_runs"]) == (3, 8, 2, 0), dict(counters)

@@ -37,7 +37,7 @@ PyTorch's training loop, unchanged::
 ...     y = acg.nn.functional.linear(x, w)
 >>> y.sum().backward()
 >>> str(y.dtype), str(w.grad.dtype)
-('bfloat16', 'float32')
+('torch.bfloat16', 'torch.float32')
 """
 from __future__ import annotations
 

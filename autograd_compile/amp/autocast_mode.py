@@ -27,6 +27,7 @@ from ..devices import as_device, gpu_count
 from ..dispatch.dispatcher import DISPATCHER, OpOverload
 from ..dispatch.keys import TLS, DispatchKey
 from ..dispatch.library import Library
+from .._dtype import of as dtype_of
 from ..tensor import Tensor
 from .policy import (BANNED, BANNED_MESSAGES, DEFAULT_DTYPES, FP32, FP32_SET_OPT_DTYPE, LOWER,
                      PROMOTE, TABLES)
@@ -83,15 +84,15 @@ def is_autocast_enabled(device_type: str | None = None) -> bool:
     return _STATE.enabled[_check_device(device_type or "cuda")]
 
 
-def get_autocast_dtype(device_type: str) -> np.dtype:
+def get_autocast_dtype(device_type: str) -> Any:
     """The dtype ``device_type``'s autocast casts to (default bfloat16 on "cpu", float16 on
     "cuda").
 
     >>> import autograd_compile as acg
-    >>> str(acg.get_autocast_dtype("cpu")), str(acg.get_autocast_dtype("cuda"))
-    ('bfloat16', 'float16')
+    >>> acg.get_autocast_dtype("cpu"), acg.get_autocast_dtype("cuda")
+    (torch.bfloat16, torch.float16)
     """
-    return _STATE.dtype[_check_device(device_type)]
+    return dtype_of(_STATE.dtype[_check_device(device_type)])
 
 
 def is_autocast_cache_enabled() -> bool:
@@ -129,7 +130,7 @@ class autocast:  # noqa: N801  (PyTorch's name)
     ...     with acg.autocast("cpu", enabled=False):
     ...         d = a @ b
     >>> str(c.dtype), str(d.dtype)
-    ('bfloat16', 'float32')
+    ('torch.bfloat16', 'torch.float32')
     """
 
     def __init__(self, device_type: str, dtype: Any = None, enabled: bool = True,
@@ -137,7 +138,7 @@ class autocast:  # noqa: N801  (PyTorch's name)
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         self.device = _check_device(device_type)
-        self.fast_dtype = np.dtype(jnp.dtype(dtype)) if dtype is not None else \
+        self.fast_dtype = dtype_of(dtype) if dtype is not None else \
             get_autocast_dtype(device_type)
         self._cache_enabled = _STATE.cache_enabled if cache_enabled is None else cache_enabled
         self._enabled = _checked_enabled(device_type, self.fast_dtype, bool(enabled))

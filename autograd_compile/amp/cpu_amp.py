@@ -4,7 +4,7 @@
 >>> with acg.cpu.amp.autocast():
 ...     y = acg.ones(2, 2) @ acg.ones(2, 2)
 >>> str(y.dtype)
-'bfloat16'
+'torch.bfloat16'
 """
 from __future__ import annotations
 

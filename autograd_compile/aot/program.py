@@ -45,12 +45,13 @@ class Counters(dict):
     the function eagerly: not traceable, or past the cache size limit), eager_shapes
     (program calls run op by op at a shape not worth compiling yet, see :class:`Tiered`),
     split_runs (training-step calls split at the backward by a Python hook, see
-    :mod:`.split`), donation_copies (arrays a training step would donate that something
+    :mod:`.split`), eager_sizes (training-step calls at input sizes seen for the first time
+    where other sizes have a program: run eagerly, compiled when they repeat), donation_copies (arrays a training step would donate that something
     else also held, copied first: see :func:`.wholestep._owned`)."""
 
     def __init__(self) -> None:
         super().__init__(traces=0, compiles=0, cache_hits=0, retraces=0, eager_runs=0,
-                         eager_shapes=0, split_runs=0, donation_copies=0)
+                         eager_shapes=0, split_runs=0, eager_sizes=0, donation_copies=0)
 
     def clear(self) -> None:
         for k in self:
@@ -237,6 +238,19 @@ class Tiered:
         return self.program(*arrays)
 
 
+def _tangent_masks(joint: Joint) -> list[int]:
+    """For each primal gradient of the joint graph, the bit mask of the tangents (the
+    outputs' gradients) it is computed from, by one walk in the graph's topological order."""
+    mask: dict[FxNode, int] = {t: 1 << k for k, t in enumerate(joint.tangents)}
+    for node in joint.graph.nodes:
+        if node not in mask:
+            m = 0
+            for a in node.all_input_nodes:
+                m |= mask.get(a, 0)
+            mask[node] = m
+    return [0 if g is None else mask[g] for g in joint.grads]
+
+
 class Region:
     """The compiled forward and backward of one cache entry."""
 
@@ -255,6 +269,7 @@ class Region:
         self.snapshot = set(self.mutated) | {i for i, p in enumerate(joint.primals)
                                              if p.kind == "key"}
         self.grad_primals = joint.grad_primals
+        self.grad_tangents = _tangent_masks(joint)
         # the accumulators of the last call's leaf inputs (parameters, mostly: the same
         # tensors every call) stay alive until the next call, which then finds them instead
         # of building new ones (a leaf's accumulator is otherwise freed with its graph)
@@ -332,11 +347,17 @@ class CompiledFunctionBackward(Node):
         if traced:
             grads = [g if g is not None else _zeros_op(m) for g, m in
                      zip(grad_outputs, self.input_meta)]
-            return list(self.region.backward_graph(*self._unpack_tensors(), *grads))
-        grads = [g._data if g is not None else jnp.zeros(m.shape, m.dtype) for g, m in
-                 zip(grad_outputs, self.input_meta)]
-        outs = self.region.bw(*self._unpack_arrays(), *grads)
-        return [None if o is None else _make(o) for o in outs]
+            outs = list(self.region.backward_graph(*self._unpack_tensors(), *grads))
+        else:
+            grads = [g._data if g is not None else jnp.zeros(m.shape, m.dtype) for g, m in
+                     zip(grad_outputs, self.input_meta)]
+            outs = [None if o is None else _make(o)
+                    for o in self.region.bw(*self._unpack_arrays(), *grads)]
+        if None in grad_outputs:  # an output the loss never used: as eager, a primal that
+            present = sum(1 << k for k, g in enumerate(grad_outputs) if g is not None)
+            outs = [o if m & present else None  # only it reaches gets no gradient (not 0)
+                    for o, m in zip(outs, self.region.grad_tangents)]
+        return outs
 
     def _unpack_arrays(self) -> list:
         return [s.unpack(self)._data if type(s) is SavedVariable else

@@ -303,6 +303,7 @@ class WholeStep:
         self.entries: list[_Entry] = []
         self.failed: list[tuple[tuple, str]] = []  # guards whose trace failed, and why
         self.split: list[tuple[tuple, str]] = []  # guards under which the step runs split
+        self.sizes_seen: set[tuple] = set()  # guards that differed only in sizes, run once
         self.routers = Routers(lambda m, name: _compiled_forward(owner, m, name))
         self.modules = module_state(lambda: [])
         self._last: tuple | None = None  # (found objects, view, module tensors, state token)
@@ -341,6 +342,9 @@ class WholeStep:
         why = None if view.ddps else impure_hook(view.tensors, view.modules)
         if why is not None:  # known before tracing: no trace is spent on it
             return self._remember_split(sig, why, view, args, kwargs)
+        if self._new_sizes(sig):
+            counters["eager_sizes"] += 1
+            return owner._fn(*args, **kwargs)
         if self.entries:
             counters["retraces"] += 1
         if len(self.entries) >= limit:
@@ -370,6 +374,23 @@ class WholeStep:
             return out
         # traced again with them, outside the handler (its traceback holds the arrays)
         return self(args, kwargs)
+
+    def _new_sizes(self, sig: tuple) -> bool:
+        """Whether this call runs eagerly because only its inputs' sizes are new: XLA
+        compiles one program per shape (seconds), so a size seen once (the padded length of
+        one batch, the last smaller batch) runs as eager would, and gets its program when it
+        repeats; a step whose sizes never change compiles at its first call as before."""
+        if not self.entries or self.owner.fullgraph:
+            return False
+        loose = _sizes_free(sig)
+        if all(_sizes_free(e.sig) != loose for e in self.entries):
+            return False  # something besides the sizes changed: trace
+        if sig in self.sizes_seen:
+            return False  # the second time: compile it
+        if len(self.sizes_seen) >= _SIZES_REMEMBERED:
+            self.sizes_seen.clear()
+        self.sizes_seen.add(sig)
+        return True
 
     def _remember_split(self, sig: tuple, why: str, view: _View, args: tuple,
                         kwargs: dict) -> Any:
@@ -586,6 +607,17 @@ class _ConstGuard(DispatchMode):
         for t in _tensors(out if isinstance(out, (tuple, list)) else (out,)):
             self.known.add(id(t))
         return out
+
+
+_SIZES_REMEMBERED = 4096  # guards seen once at new sizes (forgotten all at once past it)
+
+
+def _sizes_free(sig: tuple) -> tuple:
+    """A step's guard without the sizes of its inputs (arguments and lifted tensors): the
+    dtypes, ranks and requires_grad stay."""
+    def loose(metas: tuple) -> tuple:
+        return tuple([((len(shape), dtype), rg) for (shape, dtype), rg in metas])
+    return sig[:3] + (loose(sig[3]), sig[4], loose(sig[5])) + sig[6:]
 
 
 def _meta(a: Any) -> tuple:

@@ -307,8 +307,8 @@ def check_hook_result(hook: Callable, old: Tensor | None, new: Any) -> None:
         raise RuntimeError(f"hook '{name}' has changed the size of value: was "
                            f"{shape_list(old.shape)}, got {shape_list(new.shape)}")
     if jnp.dtype(new.dtype) != jnp.dtype(old.dtype):
-        raise RuntimeError(f"hook '{name}' has changed the type of value (was {old.dtype} got "
-                           f"{new.dtype})")
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {old.dtype.name} got "
+                           f"{new.dtype.name})")
 
 
 def run_pre_hooks(hooks: list[Callable], grads: list) -> list:
@@ -390,7 +390,10 @@ def check_nan(node: Node, outs: list) -> None:
 # -- entry points -----------------------------------------------------------------------
 
 def _as_list(x: Any) -> list:
-    return list(x) if isinstance(x, (list, tuple)) else [x]
+    """One tensor, or any iterable of them (``m.parameters()``, ``d.values()``), as PyTorch."""
+    if isinstance(x, Tensor) or x is None or not hasattr(x, "__iter__"):
+        return [x]
+    return list(x)
 
 
 _ONES: dict[tuple, Any] = {}

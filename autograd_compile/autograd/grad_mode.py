@@ -10,7 +10,6 @@ False
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any, Callable
 
 from ..dispatch.keys import TLS
@@ -94,11 +93,11 @@ class inference_mode(_GradModeContext):
         self.mode = mode if isinstance(mode, bool) else True
 
     def __enter__(self) -> None:
-        self._prev, self._prev_inference = TLS.grad_enabled, _INFERENCE.active
-        TLS.grad_enabled, _INFERENCE.active = not self.mode, self.mode  # as PyTorch's guard
+        self._prev, self._prev_inference = TLS.grad_enabled, TLS.inference
+        TLS.grad_enabled, TLS.inference = not self.mode, self.mode  # as PyTorch's guard
 
     def __exit__(self, *exc: object) -> None:
-        TLS.grad_enabled, _INFERENCE.active = self._prev, self._prev_inference
+        TLS.grad_enabled, TLS.inference = self._prev, self._prev_inference
 
     def __call__(self, fn: Callable) -> Callable:
         mode = self.mode
@@ -110,16 +109,9 @@ class inference_mode(_GradModeContext):
         return wrapper
 
 
-class _InferenceState(threading.local):
-    active = False
-
-
-_INFERENCE = _InferenceState()
-
-
 def is_inference_mode_enabled() -> bool:
     """True inside ``inference_mode()`` on this thread."""
-    return _INFERENCE.active
+    return TLS.inference
 
 
 class set_grad_enabled(_GradModeContext):

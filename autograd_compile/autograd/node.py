@@ -51,7 +51,7 @@ class TensorMeta:
         return TensorMeta(self.shape[:-2] + self.shape[-2:][::-1], self.dtype)
 
     def __repr__(self) -> str:
-        return f"TensorMeta({list(self.shape)}, {self.dtype})"
+        return f"TensorMeta({list(self.shape)}, {self.dtype.name})"
 
 
 class Node:

@@ -137,6 +137,6 @@ def _version_error(t: Any, node: Any, expected: int) -> str:
              else "a leaf tensor")
     user = f" (saved by {node.name()})" if node is not None else ""
     return (f"one of the variables needed for gradient computation has been modified by an "
-            f"inplace operation: [{t.dtype} {list(t.shape)}], which is {owner}{user}, is at "
+            f"inplace operation: [{t.dtype.name} {list(t.shape)}], which is {owner}{user}, is at "
             f"version {t._version}; expected version {expected} instead. Hint: the inplace "
             f"operation changed a tensor this backward needs; use an out-of-place op or .clone().")

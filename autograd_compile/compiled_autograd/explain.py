@@ -29,7 +29,7 @@ def leaf_name(t: Any) -> str:
         for name, p in root.named_parameters():
             if p is t and (best is None or name.count(".") > best.count(".")):
                 best = name
-    return best or f"the {t.dtype} leaf of shape {list(t.shape)}"
+    return best or f"the {t.dtype.name} leaf of shape {list(t.shape)}"
 
 
 def why_new(new: tuple, cached: list[tuple], leaves: list) -> str:

@@ -66,7 +66,7 @@ def call_unpack_hook(saved: tuple) -> Tensor:
     shape, dtype = sv.meta
     if tuple(t.shape) != shape or t.dtype != dtype:
         raise RuntimeError(f"saved_tensors_hooks: the unpack hook returned a tensor of shape "
-                           f"{list(t.shape)} and dtype {t.dtype} for a tensor saved as "
+                           f"{list(t.shape)} and dtype {t.dtype.name} for a tensor saved as "
                            f"{list(shape)} {dtype} ({node.name()}); compiled autograd needs "
                            "the shape and dtype that were packed")
     return t

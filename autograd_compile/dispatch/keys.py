@@ -57,6 +57,7 @@ class _DispatchState(threading.local):
         self.mode_stack: list = []
         self.included = 0  # keys forced on (e.g. Fake under FakeTensorMode)
         self.excluded = 0  # keys forced off (e.g. Python keys under no_dispatch)
+        self.inference = False  # inside inference_mode(): new tensors are inference tensors
 
 
 TLS = _DispatchState()

@@ -232,7 +232,7 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
 def _lengths(v: Any, n: int, name: str) -> Tensor:
     t = v if isinstance(v, Tensor) else _api.tensor(list(v) if not isinstance(v, int) else [v])
     if t.is_floating_point():
-        raise RuntimeError(f"ctc_loss: expected {name} of an integer dtype, got {t.dtype}")
+        raise RuntimeError(f"ctc_loss: expected {name} of an integer dtype, got {t.dtype.name}")
     return t.reshape(n)
 
 

@@ -61,7 +61,7 @@ def affine_grid(theta: Tensor, size: list[int], align_corners: bool | None = Non
     """
     align_corners = _align(align_corners)
     if not is_float(theta.dtype):
-        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype.name}")
     size = [int(s) for s in size]
     if len(size) not in (4, 5):
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
@@ -115,7 +115,7 @@ def _check_grid(input: Tensor, grid: Tensor, mode: str) -> None:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if input.dtype != grid.dtype or not is_float(input.dtype):
         raise RuntimeError(f"grid_sampler(): expected input and grid to have the same floating "
-                           f"dtype, but input has {input.dtype} and grid has {grid.dtype}")
+                           f"dtype, but input has {input.dtype.name} and grid has {grid.dtype.name}")
 
 
 def _unnormalize(coord: Tensor, size: int, align_corners: bool) -> Tensor:

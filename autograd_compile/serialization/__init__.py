@@ -13,7 +13,7 @@ Saving to a path is atomic: a temporary file in the same folder, fsync, then ren
 >>> acg.save({"w": acg.ones(2, dtype=acg.bfloat16), "step": 3, "betas": (0.9, 0.99)}, buf)
 >>> _ = buf.seek(0); ckpt = acg.load(buf)
 >>> ckpt["w"].dtype, ckpt["step"], ckpt["betas"]
-(dtype(bfloat16), 3, (0.9, 0.99))
+(torch.bfloat16, 3, (0.9, 0.99))
 """
 from __future__ import annotations
 

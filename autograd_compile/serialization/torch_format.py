@@ -23,6 +23,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._dtype import dtype as AcgDtype
+from .._dtype import of as dtype_of
 from ..tensor import Tensor, _make
 from . import names
 from .pickle_read import RestrictedUnpickler, refuse
@@ -106,7 +108,7 @@ class Rebuilder:
         for name, storage in names.STORAGE_OF.items():
             t[("torch", storage)] = StorageType(np.dtype(names.as_dtype(name)))
         for name in names.TORCH_DTYPES:
-            t[("torch", name)] = names.as_dtype(name)
+            t[("torch", name)] = dtype_of(names.as_dtype(name))  # acg.float16 ...
         return t
 
     def persistent_load(self, pid: Any) -> StorageRef:
@@ -345,7 +347,7 @@ class TorchZipWriter(PickleWriter):
     def _array(self, array: np.ndarray, requires_grad: bool, parameter: bool, loc: str,
                where: str) -> None:
         if array.dtype.name not in names.TORCH_DTYPES or array.dtype.fields:
-            raise TypeError(f"acg.save: cannot save an array of dtype {array.dtype}")
+            raise TypeError(f"acg.save: cannot save an array of dtype {array.dtype.name}")
         if parameter:
             self.reduce("torch._utils", "_rebuild_parameter", lambda: self.tuple_of_raw(
                 [lambda: self._plain(array, False, loc), requires_grad, _HOOKS]))
@@ -393,6 +395,8 @@ def _dtype_of(obj: Any) -> np.dtype | None:
     """The dtype a dtype-like object names (``np.dtype``, ``np.float32``, ``jnp.bfloat16``)."""
     if isinstance(obj, np.dtype):
         return obj
+    if isinstance(obj, AcgDtype):
+        return obj.dtype
     if (isinstance(obj, type) and issubclass(obj, np.generic)) or type(obj).__name__ == (
             "_ScalarMeta"):
         return np.dtype(getattr(obj, "dtype", obj))

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 
 from ..dispatch.dispatcher import OpOverload, boxed
 from ..dispatch.keys import DispatchKey, include_keys
+from .._dtype import of as _dtype_of
 from ..errors import op_error
 from .lifted import plain
 from ..modes import DispatchMode
@@ -69,7 +70,7 @@ class FakeTensor(Tensor):
 
     @property
     def dtype(self) -> Any:
-        return self._fake_dtype
+        return _dtype_of(self._fake_dtype)
 
     @property
     def device(self) -> Any:

@@ -82,7 +82,7 @@ class ParametrizationList(ModuleList):
             if not unsafe and new.dtype != original_dtype:
                 raise ValueError(f"When `right_inverse` outputs one tensor, it may not change "
                                  f"the dtype.\noriginal.dtype: {original_dtype}\n"
-                                 f"right_inverse(original).dtype: {new.dtype}")
+                                 f"right_inverse(original).dtype: {new.dtype.name}")
             _set_value(original, new)
             _register_parameter_or_buffer(self, "original", original)
         else:
@@ -105,7 +105,7 @@ class ParametrizationList(ModuleList):
         if z.dtype != dtype:
             raise ValueError(f"Registering a parametrization may not change the dtype of the "
                              f"tensor, unless `unsafe` flag is enabled.\nunparametrized dtype: "
-                             f"{dtype}\nparametrized dtype: {z.dtype}")
+                             f"{dtype}\nparametrized dtype: {z.dtype.name}")
         if tuple(z.shape) != shape:
             raise ValueError(f"Registering a parametrization may not change the shape of the "
                              f"tensor, unless `unsafe` flag is enabled.\nunparametrized shape: "
