@@ -295,3 +295,30 @@ def test_checkpoint_double_backward() -> None:
     gg, = acg.autograd.grad(g.pow(2).sum(), x)
     assert_close(g.detach().numpy(), tg.detach().numpy(), rtol=1e-5)
     assert_close(gg.detach().numpy(), tgg.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_set_checkpoint_early_stop_false_matches_torch_hook_calls():
+    """Without early stop (PyTorch's ``set_checkpoint_early_stop(False)``, what the
+    recomputation here always does) the function runs again whole in backward: the same
+    forward-hook calls as PyTorch's, in the same order."""
+    from autograd_compile.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+    torch = pytest.importorskip("torch")
+
+    def run(lib, ck, early):
+        calls = []
+        lib.manual_seed(0)
+        lin1, lin2 = lib.nn.Linear(4, 4), lib.nn.Linear(4, 4)
+        lin2.register_forward_hook(lambda m, i, o: calls.append("lin2 hook"))
+
+        def fn(x):
+            calls.append("fn body")
+            return lin2(lin1(x).tanh())
+        x = lib.ones(2, 4, requires_grad=True)
+        with early(False):
+            y = ck(fn, x, use_reentrant=False)
+            calls.append("backward")
+            y.sum().backward()
+        return calls
+    from torch.utils.checkpoint import checkpoint as t_ck, set_checkpoint_early_stop as t_early
+    assert run(acg, checkpoint, set_checkpoint_early_stop) == run(torch, t_ck, t_early) == [
+        "fn body", "lin2 hook", "backward", "fn body", "lin2 hook"]

@@ -22,7 +22,7 @@ from autograd_compile.autograd.function import Function
 from autograd_compile.autograd.grad_mode import enable_grad, is_grad_enabled
 from autograd_compile.tensor import Tensor
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["checkpoint", "checkpoint_sequential", "set_checkpoint_early_stop"]
 
 _REENTRANT_WARNING = (
     "torch.utils.checkpoint: the use_reentrant parameter should be "
@@ -39,6 +39,21 @@ _SEQUENTIAL_WARNING = (
     "recommended, but if you need to preserve the current default "
     "behavior, you can pass use_reentrant=True. Refer to docs for more "
     "details on the differences between the two variants.")
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable: bool) -> Any:
+    """PyTorch's switch for stopping a checkpoint's recomputation once the tensors backward
+    needs are recomputed. Here the recomputation always runs the whole function (PyTorch's
+    ``enable=False``): side effects after the last saved tensor, a forward hook of the last
+    layer, run again in backward; gradients are the same either way.
+
+    >>> import autograd_compile as acg
+    >>> with set_checkpoint_early_stop(False):
+    ...     y = checkpoint(acg.nn.Linear(2, 1), acg.ones(1, 2, requires_grad=True),
+    ...                    use_reentrant=False)
+    """
+    yield  # (nothing to switch: every recomputation here is PyTorch's enable=False one)
 
 
 def noop_context_fn() -> tuple[ContextManager, ContextManager]:
