@@ -765,7 +765,8 @@ def test_augmented_assignment_of_a_buffer_inside_acg_compile():
     buf = compiled.step
     for i in range(3):
         x = acg.tensor([[1.0, 2.0 + i]])
-        np.testing.assert_allclose(run(x).detach().numpy(), eager(x).detach().numpy())
+        np.testing.assert_allclose(run(x).detach().numpy(), eager(x).detach().numpy(),
+                                   rtol=1e-6)  # (XLA and the host tier: an ulp apart)
     assert compiled.step is buf and compiled.step.tolist() == eager.step.tolist() == [3]
     np.testing.assert_allclose(compiled.total.numpy(), eager.total.numpy())
 
