@@ -140,8 +140,8 @@ def inplace(name: str, functional: OpOverload) -> OpOverload:
         copy_ = DISPATCHER.ops["acg::copy_"]  # looked up late: shape.py defines it
         new = functional(alias_for_inplace(self), *args, **kwargs)
         if not can_cast(new.dtype, self.dtype):
-            cause = RuntimeError(f"result type {new.dtype.name} can't be cast to the desired output "
-                                 f"type {self.dtype.name}")
+            cause = RuntimeError(f"result type {new.dtype.name} can't be cast to the desired "
+                                 f"output type {self.dtype.name}")
             raise op_error(DISPATCHER.ops[f"acg::{new_head}"], (self, *args), kwargs, cause)
         out = copy_(self, new)
         _saved_as(new, self)

@@ -26,7 +26,8 @@ __all__ = [
     "log10", "log2", "sinh", "lerp", "rad2deg", "ldexp", "logaddexp", "logaddexp2",
     "logcumsumexp", "logspace", "median", "nanmedian", "kthvalue", "meshgrid", "movedim",
     "moveaxis", "msort", "mv", "nanmean", "nansum", "quantile", "nanquantile", "positive",
-    "promote_types", "result_type", "can_cast", "is_inference", "ravel", "rot90", "rsub", "scalar_tensor", "select_scatter",
+    "promote_types", "result_type", "can_cast", "is_inference", "ravel", "rot90", "rsub",
+    "scalar_tensor", "select_scatter",
     "slice_scatter", "signbit", "tensordot", "tile", "trapezoid", "trapz", "tril_indices",
     "triu_indices", "vsplit", "vstack", "row_stack", "kron", "inner", "vdot", "trace", "isin",
     "isneginf", "isposinf", "isreal", "is_neg", "is_nonzero", "is_same_size", "is_signed",
@@ -1153,8 +1154,8 @@ def _inplace(name: str, f: Any) -> Any:
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         new = f(self.clone(), *args, **kwargs)
         if not D.can_cast(np.dtype(new.dtype), np.dtype(self.dtype)):
-            raise RuntimeError(f"{name}_: result type {new.dtype.name} can't be cast to the desired "
-                               f"output type {self.dtype.name}")
+            raise RuntimeError(f"{name}_: result type {new.dtype.name} can't be cast to the "
+                               f"desired output type {self.dtype.name}")
         return self.copy_(new)
     method.__name__ = method.__qualname__ = f"{name}_"
     return method

@@ -38,8 +38,8 @@ def _sdpa_rule(q: Any, k: Any, v: Any, mask: Any = None, rng: Any = None,
                            f"2-D (..., L, E), got {q.ndim}-D, {k.ndim}-D and {v.ndim}-D")
     if not (q.dtype == k.dtype == v.dtype) or not is_float(q.dtype):
         raise RuntimeError(f"Expected query, key, and value to have the same floating dtype, but "
-                           f"got query.dtype: {q.dtype.name} key.dtype: {k.dtype.name} and value.dtype: "
-                           f"{v.dtype.name} instead.")
+                           f"got query.dtype: {q.dtype.name} key.dtype: {k.dtype.name} and "
+                           f"value.dtype: {v.dtype.name} instead.")
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise RuntimeError(f"scaled_dot_product_attention: expected query [..., L, E], key "
                            f"[..., S, E] and value [..., S, Ev], got {list(q.shape)}, "
@@ -52,8 +52,8 @@ def _sdpa_rule(q: Any, k: Any, v: Any, mask: Any = None, rng: Any = None,
                                "set when is_causal=True")
         if mask.dtype != BOOL and mask.dtype != q.dtype:
             raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
-                               f"dtype, but got attn_mask.dtype: {mask.dtype.name} and query.dtype: "
-                               f"{q.dtype.name} instead.")
+                               f"dtype, but got attn_mask.dtype: {mask.dtype.name} and "
+                               f"query.dtype: {q.dtype.name} instead.")
         if not shapes_equal(broadcast_shapes(scores, tuple(mask.shape)), scores):
             raise RuntimeError(f"scaled_dot_product_attention: attn_mask of shape "
                                f"{list(mask.shape)} does not broadcast to the attention scores' "

@@ -40,7 +40,8 @@ def _at(d: int, i: Any) -> tuple:
 
 def _index_dtype(name: str, index: Any, exc: type = RuntimeError, what: str = "") -> None:
     if category(index.dtype) != 1:
-        raise exc(f"{name}(): Expected dtype int32/int64 for index{what} but got: {index.dtype.name}")
+        raise exc(f"{name}(): Expected dtype int32/int64 for index{what} but got: "
+                  f"{index.dtype.name}")
 
 
 def _check_vector(name: str, index: Any) -> None:
@@ -55,8 +56,8 @@ def _slices_rule(name: str, x: Any, dim: int, index: Any, source: Any) -> Tensor
     _check_vector(name, index)
     _index_dtype(name, index)
     if source.dtype != x.dtype:
-        raise RuntimeError(f"{name}(): self ({x.dtype.name}) and source ({source.dtype.name}) must have "
-                           f"the same scalar type")
+        raise RuntimeError(f"{name}(): self ({x.dtype.name}) and source ({source.dtype.name}) "
+                           f"must have the same scalar type")
     mine, theirs = tuple(x.shape) or (1,), tuple(source.shape) or (1,)  # 0-d acts as 1-d
     if len(mine) != len(theirs) or not shapes_equal(mine[:d] + mine[d + 1:],
                                                     theirs[:d] + theirs[d + 1:]):

@@ -98,8 +98,8 @@ topk = defop("topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool so
 def _isclose_rule(x: Any, y: Any, rtol: float = 1e-5, atol: float = 1e-8,
                   equal_nan: bool = False) -> TensorMeta:
     if x.dtype != y.dtype:
-        raise RuntimeError(f"isclose: {x.dtype.name} did not match {y.dtype.name} (both tensors must have "
-                           f"the same dtype)")
+        raise RuntimeError(f"isclose: {x.dtype.name} did not match {y.dtype.name} (both tensors "
+                           f"must have the same dtype)")
     if rtol < 0 or atol < 0:
         raise RuntimeError(f"isclose: rtol and atol must be greater than or equal to zero, but "
                            f"got rtol={rtol}, atol={atol}")

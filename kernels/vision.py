@@ -47,8 +47,9 @@ def _convt_rule(x: Any, w: Any, b: Any, stride: Any, padding: Any, output_paddin
         raise RuntimeError(f"{op}: expected {w.ndim}D (batched) input for weight of size "
                            f"{list(w.shape)}, but got input of size: {list(x.shape)}")
     if x.dtype != w.dtype or (b is not None and b.dtype != x.dtype) or not is_float(x.dtype):
-        raise RuntimeError(f"Input type ({x.dtype.name}), weight type ({w.dtype.name}) and bias type "
-                           f"({None if b is None else b.dtype.name}) should be the same floating type")
+        bias = None if b is None else b.dtype.name
+        raise RuntimeError(f"Input type ({x.dtype.name}), weight type ({w.dtype.name}) and bias "
+                           f"type ({bias}) should be the same floating type")
     if groups < 1 or w.shape[0] % groups != 0:
         raise RuntimeError(f"{op}: non-positive groups or weight of size {list(w.shape)} not "
                            f"divisible by groups={groups}")

@@ -46,8 +46,9 @@ class Counters(dict):
     (program calls run op by op at a shape not worth compiling yet, see :class:`Tiered`),
     split_runs (training-step calls split at the backward by a Python hook, see
     :mod:`.split`), eager_sizes (training-step calls at input sizes seen for the first time
-    where other sizes have a program: run eagerly, compiled when they repeat), donation_copies (arrays a training step would donate that something
-    else also held, copied first: see :func:`.wholestep._owned`)."""
+    where other sizes have a program: run eagerly, compiled when they repeat),
+    donation_copies (arrays a training step would donate that something else also held,
+    copied first: see :func:`.wholestep._owned`)."""
 
     def __init__(self) -> None:
         super().__init__(traces=0, compiles=0, cache_hits=0, retraces=0, eager_runs=0,
@@ -353,10 +354,10 @@ class CompiledFunctionBackward(Node):
                      zip(grad_outputs, self.input_meta)]
             outs = [None if o is None else _make(o)
                     for o in self.region.bw(*self._unpack_arrays(), *grads)]
-        if None in grad_outputs:  # an output the loss never used: as eager, a primal that
+        if any(g is None for g in grad_outputs):  # an output the loss never used: as eager,
+            # a primal that only it reaches gets no gradient (not 0)
             present = sum(1 << k for k, g in enumerate(grad_outputs) if g is not None)
-            outs = [o if m & present else None  # only it reaches gets no gradient (not 0)
-                    for o, m in zip(outs, self.region.grad_tangents)]
+            outs = [o if m & present else None for o, m in zip(outs, self.region.grad_tangents)]
         return outs
 
     def _unpack_arrays(self) -> list:

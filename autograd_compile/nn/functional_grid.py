@@ -115,7 +115,8 @@ def _check_grid(input: Tensor, grid: Tensor, mode: str) -> None:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if input.dtype != grid.dtype or not is_float(input.dtype):
         raise RuntimeError(f"grid_sampler(): expected input and grid to have the same floating "
-                           f"dtype, but input has {input.dtype.name} and grid has {grid.dtype.name}")
+                           f"dtype, but input has {input.dtype.name} and grid has "
+                           f"{grid.dtype.name}")
 
 
 def _unnormalize(coord: Tensor, size: int, align_corners: bool) -> Tensor:
