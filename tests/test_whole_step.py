@@ -855,3 +855,26 @@ def test_new_sequence_lengths_run_eagerly_until_they_repeat() -> None:
     # repeats; the lengths seen once ran eagerly, and the cache limit was never reached
     assert (counters["traces"], counters["eager_sizes"], counters["cache_hits"],
             counters["eager_runs"]) == (3, 8, 2, 0), dict(counters)
+
+
+def test_new_sizes_under_fullgraph_compile_at_once() -> None:
+    """``fullgraph=True`` asks for programs only: a new length traces at once (no eager
+    call), and the step still equals eager's."""
+    def model_fn() -> nn.Module:
+        return nn.Sequential(nn.Embedding(30, 8), nn.Linear(8, 3))
+
+    def loss_fn(m, ids, y):
+        return nn.functional.cross_entropy(m(ids).mean(1), y)
+
+    opt_fn = lambda m: acg.optim.SGD(m.parameters(), lr=0.1)  # noqa: E731
+    m1, o1, _, eager = _setup(model_fn, opt_fn, None, None, "none", loss_fn)
+    m2, o2, _, step = _setup(model_fn, opt_fn, None, None, "none", loss_fn)
+    compiled = acg.compile(step, fullgraph=True)
+    acg.aot.reset()
+    rng = np.random.default_rng(1)
+    for i, n in enumerate([4, 4, 7, 9]):
+        ids, y = acg.tensor(rng.integers(0, 30, (2, n))), acg.tensor(rng.integers(0, 3, 2))
+        assert abs(float(eager(ids, y)) - float(compiled(ids, y))) <= 1e-5
+        _assert_same(m1, o1, m2, o2, f"step {i} (length {n})")
+    assert (counters["traces"], counters["eager_sizes"], counters["eager_runs"]) == (3, 0, 0), \
+        dict(counters)
