@@ -25,7 +25,7 @@ import numpy as np
 from . import journal
 from ._dtype import of as _dtype_of
 from .dispatch import dispatcher as _dispatcher
-from .dispatch.keys import TLS, DispatchKey
+from .dispatch.keys import INFERENCE_OPEN, TLS, DispatchKey
 
 # kernels/_xp.py installs jax's one-copy transfer here (kernels import this module)
 TO_JAX: list[Callable[[np.ndarray], jax.Array]] = [jnp.asarray]
@@ -155,7 +155,7 @@ class Tensor:
         >>> y.is_inference(), acg.ones(2).is_inference()
         (True, False)
         """
-        return self._inference
+        return getattr(self, "_inference", False)
 
     @property
     def is_leaf(self) -> bool:
@@ -439,7 +439,8 @@ def _init(t: Tensor, array: Any) -> None:
     t._retains_grad = False
     t._acc_ref = None
     t._base_meta = None
-    t._inference = TLS.inference
+    if INFERENCE_OPEN[0] and TLS.inference:  # (unset otherwise: is_inference reads False)
+        t._inference = True
 
 
 def _make(array: Any, cls: type = Tensor) -> Tensor:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from ..dispatch.keys import TLS
+from ..dispatch.keys import INFERENCE_LOCK, INFERENCE_OPEN, TLS
 
 
 def is_grad_enabled() -> bool:
@@ -95,9 +95,15 @@ class inference_mode(_GradModeContext):
     def __enter__(self) -> None:
         self._prev, self._prev_inference = TLS.grad_enabled, TLS.inference
         TLS.grad_enabled, TLS.inference = not self.mode, self.mode  # as PyTorch's guard
+        if self.mode:
+            with INFERENCE_LOCK:
+                INFERENCE_OPEN[0] += 1
 
     def __exit__(self, *exc: object) -> None:
         TLS.grad_enabled, TLS.inference = self._prev, self._prev_inference
+        if self.mode:
+            with INFERENCE_LOCK:
+                INFERENCE_OPEN[0] -= 1
 
     def __call__(self, fn: Callable) -> Callable:
         mode = self.mode

@@ -61,6 +61,10 @@ class _DispatchState(threading.local):
 
 
 TLS = _DispatchState()
+# inference_mode(True) contexts open on any thread: while 0, a new tensor does not read
+# TLS.inference (a thread-local read on every tensor made); changed under its lock
+INFERENCE_OPEN = [0]
+INFERENCE_LOCK = threading.Lock()
 
 
 @contextmanager
