@@ -25,7 +25,20 @@ import numpy as np
 _REAL_OF_COMPLEX = {"complex64": "float32", "complex128": "float64"}
 _COMPLEX_OF_REAL = {"float32": "complex64", "float64": "complex128", "bfloat16": "complex64"}
 _SCALAR_TYPE = {"int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte",
-                "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64", "bool": "Bool"}
+                "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64", "bool": "Bool",
+                "float16": "Half", "float32": "Float", "float64": "Double", "bfloat16": "BFloat16",
+                "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def scalar_type_name(np_dtype: Any) -> str:
+    """PyTorch's C++ name of a dtype in its error texts (Float, Long, Float8_e5m2...)."""
+    name = np.dtype(np_dtype).name
+    return _SCALAR_TYPE.get(name, name[:1].upper() + name[1:])
+
+
+_NUMPY_ATTRS = frozenset({"kind", "name", "char", "type", "str", "num", "alignment",
+                          "byteorder", "descr", "isbuiltin", "isnative", "fields", "names",
+                          "hasobject", "flags", "metadata"})
 
 
 class dtype:  # noqa: N801  (PyTorch's name)
@@ -69,15 +82,15 @@ class dtype:  # noqa: N801  (PyTorch's name)
         if name == "float16":  # PyTorch's complex32 has no numpy/JAX equivalent
             raise TypeError("float16.to_complex() is complex32, which autograd_compile lacks")
         if name not in _COMPLEX_OF_REAL:
-            scalar_type = _SCALAR_TYPE.get(name, name[:1].upper() + name[1:])  # Float8_e5m2
-            raise RuntimeError(f"Unknown Complex ScalarType for {scalar_type}")
+            raise RuntimeError(f"Unknown Complex ScalarType for {scalar_type_name(self.dtype)}")
         return of(np.dtype(_COMPLEX_OF_REAL[name]))
 
     def __getattr__(self, name: str) -> Any:
-        # numpy's attributes (kind, name, char, type, str...): kernels read them on t.dtype
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.dtype, name)
+        # numpy's descriptive attributes, which kernels read on t.dtype; not shape or ndim,
+        # which would make a dtype look like an array to code that asks hasattr(x, "shape")
+        if name in _NUMPY_ATTRS:
+            return getattr(self.dtype, name)
+        raise AttributeError(f"'torch.dtype' object has no attribute '{name}'")
 
     def __eq__(self, other: Any) -> bool:
         if other.__class__ is dtype:

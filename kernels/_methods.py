@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from autograd_compile._dtype import dtype as AcgDtype
 from autograd_compile.devices import device
 from autograd_compile.dispatch.keys import TLS
 from autograd_compile.tensor import Tensor
@@ -147,10 +148,29 @@ def _shape_args(args: tuple) -> list:
     return A._sizes(args)
 
 
+def _view(self: Tensor, *shape: Any) -> Tensor:
+    """``x.view(2, 3)``, ``x.view((2, 3))``, or ``x.view(acg.int32)``: its bytes as another
+    dtype (the last size scaled by the item sizes' ratio), as PyTorch's.
+
+    >>> import autograd_compile as acg
+    >>> acg.tensor([1.0]).view(acg.int32).tolist(), acg.zeros(2, 4).view(acg.float64).shape
+    ([1065353216], (2, 2))
+    """
+    if len(shape) == 1 and _is_dtype(shape[0]):
+        return S.view_dtype(self, shape[0])
+    return A._reshaped(self, S.view, _shape_args(shape))
+
+
+def _is_dtype(value: Any) -> bool:
+    """acg.float32, a numpy dtype, or a numpy/jnp scalar type (not a size, nor a tensor)."""
+    return isinstance(value, (AcgDtype, np.dtype)) or type(value).__name__ == "_ScalarMeta" \
+        or (isinstance(value, type) and issubclass(value, np.generic))
+
+
 def _methods() -> dict[str, Any]:
     m: dict[str, Any] = {name: getattr(A, name) for name in _SAME}
     m.update({
-        "view": lambda self, *shape: A._reshaped(self, S.view, _shape_args(shape)),
+        "view": _view,
         "reshape": lambda self, *shape: A._reshaped(self, S.reshape, _shape_args(shape)),
         "view_as": lambda self, other: A._reshaped(self, S.view, list(other.shape)),
         "reshape_as": lambda self, other: A._reshaped(self, S.reshape, list(other.shape)),

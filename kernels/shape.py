@@ -11,10 +11,11 @@ from typing import Any
 import jax
 import numpy as np
 
+from autograd_compile._dtype import scalar_type_name
 from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import NONDIFF, defop, inplace, reduce_grad, same_shape
-from ._dtypes import as_dtype, cast, result_type
+from ._dtypes import BOOL, as_dtype, cast, result_type
 from ._xp import jnp
 from ._shapes import expand_shape, infer_size, numel, split_sizes, wrap_dim, wrap_dims
 
@@ -54,6 +55,40 @@ def _reshape(x: Any, size: Any) -> Any:
 
 view = defop("view(Tensor self, SymInt[] size) -> Tensor", _reshape, shape=_reshape_rule,
              host=True, cost="stream", save=(), backward=lambda g, x, size, out: g.reshape(x.shape))
+def _view_dtype_rule(x: Any, dtype: Any) -> TensorMeta:
+    """``x.view(dtype)``: the same bytes read as ``dtype``; a wider or narrower type changes
+    the last size by the ratio of the item sizes, as PyTorch's."""
+    old, new = np.dtype(x.dtype), as_dtype(dtype)
+    shape = tuple(x.shape)
+    if old.itemsize == new.itemsize:
+        return TensorMeta(shape, new)
+    name = f"{scalar_type_name(old)} as {scalar_type_name(new)}"
+    if not shape:
+        raise RuntimeError(f"self.dim() cannot be 0 to view {name} (different element sizes)")
+    if new.itemsize < old.itemsize:
+        return TensorMeta(shape[:-1] + (shape[-1] * (old.itemsize // new.itemsize),), new)
+    ratio = new.itemsize // old.itemsize
+    if shape[-1] % ratio:
+        raise RuntimeError(f"self.size(-1) must be divisible by {ratio} to view {name} "
+                           f"(different element sizes), but got {shape[-1]}")
+    return TensorMeta(shape[:-1] + (shape[-1] // ratio,), new)
+
+
+def _view_dtype(x: Any, dtype: Any) -> Any:
+    old, new = np.dtype(x.dtype), as_dtype(dtype)
+    if old == new:
+        return x
+    if BOOL in (old, new):  # XLA has no bool bitcast: bool and uint8 share their bytes
+        return x != 0 if new == BOOL else x.astype(new)
+    if new.itemsize > old.itemsize:  # group the last axis into the wider items
+        x = x.reshape(*x.shape[:-1], x.shape[-1] * old.itemsize // new.itemsize,
+                      new.itemsize // old.itemsize)
+    out = jax.lax.bitcast_convert_type(x, new)
+    return out.reshape(*out.shape[:-2], -1) if new.itemsize < old.itemsize else out
+
+
+view_dtype = defop("view.dtype(Tensor self, ScalarType dtype) -> Tensor", _view_dtype,
+                   shape=_view_dtype_rule, check=True, save=(), backward=NONDIFF)
 reshape = defop("reshape(Tensor self, SymInt[] size) -> Tensor", _reshape, shape=_reshape_rule,
                 host=True, cost="stream", save=(), backward=lambda g, x, size, out: g.reshape(x.shape))
 expand = defop("expand(Tensor self, SymInt[] size) -> Tensor",

@@ -102,3 +102,29 @@ def test_dtype_lookup_under_acg_compile():
         compiled(x).backward()
         assert_close(x.grad.numpy(), np.full(3, SCALE[dt]))
         assert x.grad.dtype is dt
+
+
+@pytest.mark.parametrize("name", ["int32", "float16", "int16", "uint8", "float64", "int64",
+                                  "bfloat16"])
+def test_view_as_dtype_reads_the_same_bytes(name):
+    """``x.view(dtype)`` reinterprets the bytes, the last size scaled by the item sizes'
+    ratio: numpy's ``ndarray.view`` is the oracle, eagerly and under ``acg.compile``."""
+    r = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    dt = getattr(acg, name)
+    want = r.view(np.dtype(dt))
+    for fn in (lambda t: t.view(dt), acg.compile(lambda t: t.view(dt), fullgraph=True)):
+        got = fn(acg.tensor(r))
+        assert got.dtype is dt and tuple(got.shape) == want.shape
+        np.testing.assert_array_equal(got.numpy().view(np.uint8), want.view(np.uint8))
+    assert not acg.tensor(r, requires_grad=True).view(dt).requires_grad
+
+
+def test_view_as_dtype_errors_and_bool():
+    assert acg.tensor([True, False]).view(acg.uint8).tolist() == [1, 0]
+    assert acg.tensor([1, 0], dtype=acg.uint8).view(acg.bool).tolist() == [True, False]
+    with pytest.raises(RuntimeError, match="self.size\\(-1\\) must be divisible by 2 to view "
+                                           "Float as Double"):
+        acg.ones(3).view(acg.float64)
+    with pytest.raises(RuntimeError, match="self.dim\\(\\) cannot be 0 to view Float as Half"):
+        acg.tensor(1.0).view(acg.float16)
+    assert tuple(acg.ones(2, 3).view(acg.tensor(6)).shape) == (6,)  # a size, not a dtype
