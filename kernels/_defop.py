@@ -23,8 +23,7 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, Iterable
 
-import numpy as np
-
+from autograd_compile._dtype import of as dtype_of
 from autograd_compile.autograd.derivatives import (SaveSpec, alias_for_inplace,
                                                    needs_input_grad, register_derivative)
 from autograd_compile.dispatch import COMPOSITE, DISPATCHER, Library, OpOverload, parse_schema
@@ -172,12 +171,9 @@ def float_like(x: Any, *args: Any, **kwargs: Any) -> TensorMeta:
     return TensorMeta(tuple(x.shape), to_float(x.dtype))
 
 
-_REAL_OF = {np.dtype("complex64"): np.dtype("float32"), np.dtype("complex128"): np.dtype("float64")}
-
-
 def real_like(x: Any, *args: Any, **kwargs: Any) -> TensorMeta:
     """Elementwise unary whose complex inputs give their real dtype (abs: complex64 -> float32)."""
-    return TensorMeta(tuple(x.shape), _REAL_OF.get(x.dtype, x.dtype))
+    return TensorMeta(tuple(x.shape), dtype_of(x.dtype).to_real().dtype)
 
 
 # -- op builders ------------------------------------------------------------------------
