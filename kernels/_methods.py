@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from autograd_compile._dtype import dtype as AcgDtype
+from autograd_compile._dtype import dtype as AcgDtype, scalar_type_name
 from autograd_compile.devices import device
 from autograd_compile.dispatch.keys import TLS
 from autograd_compile.tensor import Tensor
@@ -124,12 +124,11 @@ def _bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
     return S.copy_(self, draws)
 
 
-# ``Tensor.type()``'s legacy names, which programs compare against
-_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
-               "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
-               "bool": "BoolTensor"}
-_TYPE_DTYPES = {name: dtype for dtype, name in _TYPE_NAMES.items()}
+# ``Tensor.type("torch.FloatTensor")``: the dtypes by PyTorch's legacy type names
+_TYPE_DTYPES = {f"{scalar_type_name(jnp.dtype(n))}Tensor": jnp.dtype(n) for n in (
+    "float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8",
+    "uint16", "uint32", "uint64", "bool", "complex64", "complex128", "float8_e4m3fn",
+    "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")}
 
 
 def _type(self: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
@@ -137,7 +136,7 @@ def _type(self: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs:
     a dtype or such a name: the tensor cast to it."""
     if dtype is None:
         cuda = ".cuda" if self.device.type == "cuda" else ""
-        return f"torch{cuda}.{_TYPE_NAMES.get(self.dtype.name, 'Tensor')}"
+        return f"torch{cuda}.{scalar_type_name(self.dtype)}Tensor"
     if isinstance(dtype, str) and dtype.rsplit(".", 1)[-1] in _TYPE_DTYPES:
         dtype = _TYPE_DTYPES[dtype.rsplit(".", 1)[-1]]
     return to(self, dtype=dtype)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from autograd_compile.autograd.grad_mode import is_grad_enabled
 from autograd_compile.tensor import Tensor
 
-from .linalg_more import dtype_name
+from autograd_compile._dtype import scalar_type_name
 
 
 def _write(name: str, result: Any, out: Any) -> Any:
@@ -32,8 +32,8 @@ def _write(name: str, result: Any, out: Any) -> Any:
                            f"differentiation, but one of the arguments requires grad.")
     if out.dtype != result.dtype and not (out.dtype.kind == result.dtype.kind == "c" or
                                           (out.dtype.kind == "f" and result.dtype.kind in "fiub")):
-        raise RuntimeError(f"Expected out tensor to have dtype {dtype_name(result.dtype)}, but "
-                           f"got {dtype_name(out.dtype)} instead")
+        raise RuntimeError(f"Expected out tensor to have dtype {scalar_type_name(result.dtype)}, but "
+                           f"got {scalar_type_name(out.dtype)} instead")
     out._set_data(result.__jax_array__().astype(out.dtype))
     return out
 

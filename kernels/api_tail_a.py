@@ -26,6 +26,7 @@ from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import NONDIFF, binary, defop, reduce_grad, unary, wants
 from ._dtypes import can_cast
+from autograd_compile._dtype import scalar_type_name
 
 _T = Any  # a Tensor or a Python number
 
@@ -1114,22 +1115,12 @@ def _inplace(fn: Callable, name: str, check: bool = True) -> Callable:
         src = self.clone() if self.requires_grad and _acg.is_grad_enabled() else self
         new = fn(src, *args, **kwargs)
         if check and not can_cast(new.dtype, self.dtype):
-            raise RuntimeError(f"result type {_dtname(new.dtype)} can't be cast to the desired "
-                               f"output type {_dtname(self.dtype)}")
+            raise RuntimeError(f"result type {scalar_type_name(new.dtype)} can't be cast to the desired "
+                               f"output type {scalar_type_name(self.dtype)}")
         return self.copy_(new)
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"In-place ``{name[:-1]}``."
     return method
-
-
-_ATEN_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
-               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
-               "float16": "Half", "bfloat16": "BFloat16"}
-
-
-def _dtname(dtype: Any) -> str:
-    """PyTorch's scalar-type name in error texts (``Float``, ``Long``)."""
-    return _ATEN_NAMES.get(str(np.dtype(dtype)), str(dtype))
 
 
 _G = globals()
@@ -1228,8 +1219,8 @@ def _float_power_(self: Tensor, exponent: _T) -> Tensor:
     want = _acg.complex128 if self.is_complex() or (isinstance(exponent, Tensor) and
                                                      exponent.is_complex()) else _acg.float64
     if self.dtype != want:
-        raise RuntimeError(f"the base given to float_power_ has dtype {_dtname(self.dtype)} but "
-                           f"the operation's result requires dtype {_dtname(want)}")
+        raise RuntimeError(f"the base given to float_power_ has dtype {scalar_type_name(self.dtype)} but "
+                           f"the operation's result requires dtype {scalar_type_name(want)}")
     return _inplace(_method(float_power, "float_power"), "float_power_")(self, exponent)
 
 

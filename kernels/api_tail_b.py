@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from autograd_compile._dtype import of as dtype_of
+from autograd_compile._dtype import of as dtype_of, scalar_type_name
 from autograd_compile.tensor import Tensor
 from . import _dtypes as D
 from ._defop import NONDIFF, binary
@@ -1015,7 +1015,7 @@ _lcm = binary("lcm", _jnp_lcm, NONDIFF)
 def nextafter(input: Tensor, other: Tensor) -> Tensor:
     """The next float after input toward other."""
     if not D.is_float(input.dtype):
-        raise RuntimeError(f"\"nextafter_cpu\" not implemented for '{_tname(input.dtype)}'")
+        raise RuntimeError(f"\"nextafter_cpu\" not implemented for '{scalar_type_name(input.dtype)}'")
     return _nextafter(input, other)
 
 
@@ -1023,17 +1023,12 @@ def lcm(input: Tensor, other: Tensor) -> Tensor:
     """Least common multiple of integer tensors (non-negative, as PyTorch's)."""
     for t in (input, other):
         if D.is_float(t.dtype) or t.dtype == np.bool_:
-            raise RuntimeError(f"\"lcm_cpu\" not implemented for '{_tname(t.dtype)}'")
+            raise RuntimeError(f"\"lcm_cpu\" not implemented for '{scalar_type_name(t.dtype)}'")
     return _lcm(input, other)
 
 
 def lcm_(input: Tensor, other: Tensor) -> Tensor:
     return input.copy_(lcm(input, other))
-
-
-def _tname(dtype: Any) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-            "bool": "Bool"}.get(str(np.dtype(dtype)), str(dtype))
 
 
 def poisson(input: Tensor, generator: Any = None) -> Tensor:

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from autograd_compile._dtype import of as dtype_of
+from autograd_compile._dtype import of as dtype_of, scalar_type_name
 from autograd_compile.tensor import Tensor
 from autograd_compile.tracing.fake import TensorMeta
 
@@ -36,11 +36,6 @@ float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz = map(dtype_of, (
 _FLOAT8 = frozenset(map(np.dtype, (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz,
                                    float8_e5m2fnuz)))
 _MM_DTYPES = frozenset(map(np.dtype, (jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64)))
-_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
-                "bfloat16": "BFloat16", "float8_e4m3fn": "Float8_e4m3fn",
-                "float8_e5m2": "Float8_e5m2", "float8_e4m3fnuz": "Float8_e4m3fnuz",
-                "float8_e5m2fnuz": "Float8_e5m2fnuz", "int64": "Long", "int32": "Int",
-                "bool": "Bool"}
 
 
 class _ScalingType(enum.Enum):
@@ -60,11 +55,6 @@ class _SwizzleType(enum.Enum):
 
 
 ScalingType, SwizzleType = _ScalingType, _SwizzleType
-
-
-def _tname(dtype: Any) -> str:
-    name = np.dtype(dtype).name
-    return _TORCH_NAMES.get(name, name)
 
 
 # -- grouped_mm: one op ----------------------------------------------------------------------
@@ -96,10 +86,10 @@ def _grouped_mm_check(a: Any, b: Any, offs: Any = None) -> None:
             raise RuntimeError(f"{name} has to be 2 or 3d")
         if np.dtype(m.dtype) not in _MM_DTYPES:
             raise RuntimeError(f"Expected {name} to be Float32, BFloat16 or Float16 matrix, got "
-                               f"{_tname(m.dtype)}")
+                               f"{scalar_type_name(m.dtype)}")
     if np.dtype(a.dtype) != np.dtype(b.dtype):
         raise RuntimeError(f"grouped_mm: expected mat_a and mat_b to have the same dtype, got "
-                           f"{_tname(a.dtype)} and {_tname(b.dtype)}")
+                           f"{scalar_type_name(a.dtype)} and {scalar_type_name(b.dtype)}")
     if (offs is None) != (a.ndim == 3 and b.ndim == 3):
         raise RuntimeError("Have to provide offsets if there is a 2d matrix, or no offset if "
                            "both matrices are 3d")
@@ -185,9 +175,9 @@ def _bad_config(a: Tensor, b: Tensor, sa: Tensor, sb: Tensor, rows: str, cols: s
         "Invalid scaling configuration.\n- For TensorWise scaling, a and b should be float8, "
         "scales should be float and singletons.\n- For RowWise scaling, a and b should be "
         f"float8, scales should be float, scale_a should be ({rows}) and scale_b should be "
-        f"({cols}), and both should be contiguous.\nGot mat_a.dtype()={_tname(a.dtype)}, "
-        f"scale_a.dtype()={_tname(sa.dtype)}, scale_a.size()={list(sa.shape)}, "
-        f"mat_b.dtype()={_tname(b.dtype)}, scale_b.dtype()={_tname(sb.dtype)}, "
+        f"({cols}), and both should be contiguous.\nGot mat_a.dtype()={scalar_type_name(a.dtype)}, "
+        f"scale_a.dtype()={scalar_type_name(sa.dtype)}, scale_a.size()={list(sa.shape)}, "
+        f"mat_b.dtype()={scalar_type_name(b.dtype)}, scale_b.dtype()={scalar_type_name(sb.dtype)}, "
         f"scale_b.size()={list(sb.shape)}")
 
 

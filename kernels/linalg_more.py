@@ -10,20 +10,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from autograd_compile._dtype import scalar_type_name
+
 from ._bridge import jaxop
 from ._dtypes import category
-
-_TORCH_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-                "uint8": "Byte", "bool": "Bool", "float16": "Half", "bfloat16": "BFloat16"}
-
-
-def dtype_name(dtype: Any) -> str:
-    """PyTorch's scalar type name of a dtype (Long, Float, ...), as its errors print it."""
-    d = str(np.dtype(dtype))
-    return _TORCH_NAMES.get(d, {"float32": "Float", "float64": "Double",
-                                "complex64": "ComplexFloat",
-                                "complex128": "ComplexDouble"}.get(d, d))
-
 
 def matrix_check(op: str, name: str = "A", square: bool = True) -> Any:
     """A check: ``name`` is a float or complex batch of (square) matrices, in PyTorch's words."""
@@ -31,7 +21,7 @@ def matrix_check(op: str, name: str = "A", square: bool = True) -> Any:
         a = args[0]
         if category(a.dtype) < 2:
             raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. "
-                               f"Got {dtype_name(a.dtype)}")
+                               f"Got {scalar_type_name(a.dtype)}")
         if a.ndim < 2:
             raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
         if square and a.shape[-1] != a.shape[-2]:
@@ -332,11 +322,11 @@ diagonal = jaxop("linalg_diagonal(Tensor A, *, int offset=0, int dim1=-2, int di
 def _complex_check(*args: Any) -> None:
     re, im = args
     if re.dtype != im.dtype:
-        raise RuntimeError(f"Expected object of scalar type {dtype_name(re.dtype)} but got "
-                           f"scalar type {dtype_name(im.dtype)} for second argument")
+        raise RuntimeError(f"Expected object of scalar type {scalar_type_name(re.dtype)} but got "
+                           f"scalar type {scalar_type_name(im.dtype)} for second argument")
     if category(re.dtype) != 2:
         raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
-                           f"{dtype_name(re.dtype)} and {dtype_name(im.dtype)}")
+                           f"{scalar_type_name(re.dtype)} and {scalar_type_name(im.dtype)}")
 
 
 def _real_view_check(x: Any) -> None:
@@ -436,7 +426,7 @@ def _ldl_solve_check(LD: Any, pivots: Any, B: Any, **kwargs: Any) -> None:
                            f"dimensions.")
     if str(np.dtype(pivots.dtype)) != "int32":
         raise RuntimeError(f"torch.linalg.ldl_solve: Expected pivots to be integers. Got "
-                           f"{dtype_name(pivots.dtype)}")
+                           f"{scalar_type_name(pivots.dtype)}")
 
 
 ldl_factor_ex = jaxop("linalg_ldl_factor_ex(Tensor A, *, bool hermitian=False) "

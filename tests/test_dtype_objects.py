@@ -38,6 +38,17 @@ def test_dtype_as_torch(name):
         assert str(getattr(ours, method)()) == want
 
 
+
+@pytest.mark.parametrize("name", NAMES)
+def test_scalar_type_names_as_torch(name):
+    """PyTorch's C++ names (Float, ComplexFloat, Float8_e5m2...) come from one table, which
+    ``Tensor.type()`` and the error texts read; ``type(name)`` casts back."""
+    torch = pytest.importorskip("torch")
+    ours = acg.empty(1, dtype=getattr(acg, name))
+    want = torch.empty(1, dtype=getattr(torch, name)).type()
+    assert ours.type() == want
+    assert acg.zeros(1).type(want).dtype is getattr(acg, name)
+
 def test_aliases_are_the_same_objects_as_in_torch():
     for alias, name in ALIASES.items():
         assert getattr(acg, alias) is getattr(acg, name)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple, Sequence
 
+from autograd_compile._dtype import scalar_type_name
 from autograd_compile.kernels import linalg_more as K
 from autograd_compile.tensor import Tensor
 
@@ -408,7 +409,7 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
     """The ``ord``-norm of ``x`` over ``dim`` (every element by default)."""
     if x.dtype.kind not in "fcV":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {K.dtype_name(x.dtype)}")
+                           f"input. Got {scalar_type_name(x.dtype)}")
     dims = None if dim is None else [dim] if isinstance(dim, int) else list(dim)
     return K.vector_norm(_cast(x, dtype), _ord_text(ord), dims, keepdim)
 
