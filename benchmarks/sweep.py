@@ -18,8 +18,9 @@ SWEEP_WORKLOADS = ("mlp", "mlp_small")
 def batch_sweep(name: str, smoke: bool, device: jax.Device) -> list[dict[str, Any]]:
     """One cache from ``reset()``; two backwards per batch size; counters after each.
 
-    Sizes are symbolic from the first capture, so ``captures`` should stay 1 while
-    ``compiles`` grows by one per new batch size (XLA specialises on shapes).
+    Sizes are symbolic from the first capture, so ``captures`` should stay 1; XLA compiles
+    the first batch size, and a later size runs op by op (``eager_shapes``) until its calls
+    have cost a compile (``backends.ops.Tiered``): on a CPU, two calls of a small model never do.
     """
     acg.compiled_autograd.reset()
     rows = []

@@ -59,15 +59,15 @@ def test_gradients_match_jax(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_one_capture_serves_every_batch_size(backend):
-    for batch in range(10, 91, 20):  # each new shape compiles eager kernels again: 5 sizes
+    for batch in range(10, 91, 20):  # 5 sizes
         x, w1, w2 = mlp(batch, seed=batch)
         with ca.enable(backend):
             loss_of(x, w1, w2).backward()
         g1, _ = jax_grads(x, w1, w2)
         assert_close(w1.grad, g1, rtol=1e-5, atol=1e-6)
     assert ca.counters["captures"] == 1 and ca.counters["cache_hits"] == 4
-    if backend == "jax":
-        assert ca.counters["compiles"] == 5  # XLA still builds one program per shape
+    if backend == "jax":  # XLA builds a program for the first size; the others, seen once
+        assert ca.counters["compiles"] == 1 and ca.counters["eager_shapes"] == 4  # op by op
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -22,17 +22,17 @@ import numpy as np
 from ..kernels import _xp
 from ..autograd.node import AccumulateGrad, Node, TensorMeta, gradient_edge
 from ..autograd.saved import _FREED, UNPACK_OVERRIDE, SavedVariable
-from ..backends.jax import _call_op, _load
+from ..backends.ops import Tiered, arg_loader, call_op, call_op_host, load
 from ..compiled_autograd import plan
 from ..compiled_autograd.collect import VISITORS, Collector, NodeState
 from ..dispatch.dispatcher import OpOverload
-from ..dispatch.keys import TLS, DispatchKey
+from ..dispatch.keys import TLS
 from ..tracing.fake import FakeTensor
 from ..fx import Graph, GraphModule
 from ..fx import Node as FxNode
 from ..tracing.proxy_tensor import sym_size
 from ..runtime_checks import CheckedProgram
-from ..tensor import Tensor, WantsDeviceValues, _make, _unwrap_stored
+from ..tensor import Tensor, _make
 from .escape import write_back
 from .partition import Parts
 from .trace import Joint
@@ -79,8 +79,8 @@ def lower(graph: Graph) -> Callable[..., Any]:
             env: dict = dict(zip(placeholders, arrays))
             for n in nodes:
                 if n.op == "output":
-                    return _load(n.args[0], env)
-                args, kwargs = _load(n.args, env), _load(n.kwargs, env)
+                    return load(n.args[0], env)
+                args, kwargs = load(n.args, env), load(n.kwargs, env)
                 if isinstance(n.target, OpOverload):
                     env[n] = call_op(n.target, args, kwargs)
                 elif n.target is sym_size:
@@ -89,14 +89,15 @@ def lower(graph: Graph) -> Callable[..., Any]:
                     env[n] = n.target(*args, **kwargs)
             raise AssertionError("graph without output")
         return body
-    body = interpret(_call_op)
-    return Tiered(CheckedProgram(run, body), _op_by_op(placeholders, nodes), len(nodes))
+    body = interpret(call_op)
+    return Tiered(CheckedProgram(run, body), _op_by_op(placeholders, nodes), len(nodes),
+                  counters)
 
 
 def _op_by_op(placeholders: list[FxNode], nodes: list[FxNode]) -> Callable[..., Any]:
     """The graph run op by op on the host tier, each node's argument loading planned once
     (a graph at a shape not compiled yet runs here once per call: its Python is the cost)."""
-    steps = [(n, _arg_loader(n.args), _arg_loader(n.kwargs) if n.kwargs else None)
+    steps = [(n, arg_loader(n.args), arg_loader(n.kwargs) if n.kwargs else None)
              for n in nodes[:-1]]
     out = nodes[-1]
     assert out.op == "output", "graph without output"
@@ -110,133 +111,18 @@ def _op_by_op(placeholders: list[FxNode], nodes: list[FxNode]) -> Callable[..., 
             kwargs = load_kwargs(env) if load_kwargs is not None else {}
             target = n.target
             if type(target) is OpOverload:
-                env[n] = _call_op_eager(target, args, kwargs)
+                env[n] = call_op_host(target, args, kwargs)
             elif target is sym_size:
                 env[n] = args[0].shape[args[1]]
             else:  # size arithmetic on plain ints
                 env[n] = target(*args, **kwargs)
-        results = _load(out.args[0], env)
+        results = load(out.args[0], env)
         inputs = {id(v): a for v, a in zip(env.values(), arrays) if v is not a}
         # an output that is an input's numpy view: the input itself (a jax buffer's view
         # must not outlive a donation of that buffer)
         return type(results)(inputs.get(id(r), r) for r in results) \
             if type(results) in (list, tuple) else inputs.get(id(results), results)
     return body
-
-
-def _arg_loader(value: Any) -> Callable[[dict], Any]:
-    """``lambda env: _load(value, env)``, faster for the usual flat argument tuple."""
-    if type(value) is tuple and not any(type(v) in (list, tuple, dict) for v in value):
-        template = list(value)
-        slots = [(i, v) for i, v in enumerate(value) if isinstance(v, FxNode)]
-
-        def flat(env: dict) -> tuple:
-            vals = template.copy()
-            for i, v in slots:
-                vals[i] = env[v]
-            return tuple(vals)
-        return flat
-    return lambda env: _load(value, env)
-
-
-def _moves() -> frozenset:
-    """Ops that only move data (views, splits, slices): numpy gives XLA's bits at any size,
-    so op by op they run their kernel on numpy directly, without choosing a tier (~10 of a
-    ~13 us call). Indexing that checks bounds (select, gather...) is not among them."""
-    from ..kernels import indexing as I, shape as S
-    return frozenset({S.view, S.reshape, S.expand, S.permute, S.transpose, S.unsqueeze,
-                      S.squeeze, S.squeeze_dim, S.squeeze_dims, S.split_with_sizes, I.slice_op})
-
-
-def _exact() -> dict:
-    """Operators numpy and XLA round alike: op by op, eager's fast path (``exact_binary``:
-    the same dtypes, a host-tier size), so the op's bits without its dispatch."""
-    from ..kernels import elementwise as E
-    return {E.add: np.add, E.sub: np.subtract, E.mul: np.multiply}
-
-
-_MOVES: frozenset = frozenset()
-_EXACT: dict = {}
-
-
-def _call_op_eager(op: OpOverload, args: tuple, kwargs: dict) -> Any:
-    """One op of a graph run op by op: a host-aware kernel takes and gives numpy arrays
-    as eager tensors do (no copy to a jax array and back between ops); it asks for jax
-    values where a program is worth it (:class:`WantsDeviceValues`)."""
-    global _MOVES, _EXACT
-    if not _MOVES:  # (built at first use: the kernels import this package)
-        _MOVES, _EXACT = _moves(), _exact()
-    kernel = op.kernels.get(DispatchKey.Backend)
-    if op in _MOVES and args and type(args[0]) is np.ndarray:
-        try:  # (the graph's shapes were checked when it was traced)
-            return _xp.host_call(kernel.fn.__wrapped__, args, kwargs, keep=True)
-        except Exception:  # numpy disagrees: the op's own path gives the answer or error
-            pass
-    np_fn = _EXACT.get(op)
-    if np_fn is not None and len(args) == 2 and not kwargs:
-        out = _xp.exact_binary(np_fn, *args)
-        if out is not None:
-            out.setflags(write=False)
-            return out
-    host = None if kernel is None else getattr(kernel.fn, "_acg_host", None)
-    if host is not None:
-        try:
-            return host(*args, **kwargs)
-        except WantsDeviceValues:
-            args, kwargs = _as_jax(args), _as_jax(kwargs)
-    elif kernel is None:  # a composite (split.Tensor...): its ops on the host tier too
-        return _call_op(op, args, kwargs, _unwrap_stored)
-    return _call_op(op, args, kwargs)
-
-
-def _as_jax(v: Any) -> Any:
-    if type(v) is np.ndarray:
-        return _xp._to_jax(v)
-    if type(v) in (list, tuple):
-        return type(v)(_as_jax(x) for x in v)
-    if type(v) is dict:
-        return {k: _as_jax(x) for k, x in v.items()}
-    return v
-
-
-def _heavy(sig: tuple) -> bool:
-    """Some input too big for the host tier: run eagerly, its ops would compile singly."""
-    return any(_xp.host_cost((a,)) > _xp.HOST_LIMIT for a in sig if hasattr(a, "shape"))
-
-
-class Tiered:
-    """XLA's per-shape compile, rationed: the first input shapes a program sees compile
-    at once (a fixed-shape training step pays no eager warm-up), as do shapes with an
-    input too big for the host tier; any other shapes run the
-    graph eagerly, op by op (CPU ops on the host tier, kernels/_xp.py), until the time spent
-    so on those shapes reaches an estimate of their compile cost, and then compile (ski
-    rental: never more than twice the cheaper choice). So a generation loop whose length
-    grows every step never stalls, and a shape that keeps coming back gets its program."""
-
-    __slots__ = ("program", "body", "price", "compiled", "rent", "n_ops")
-
-    def __init__(self, program: Callable, body: Callable, n_ops: int) -> None:
-        self.program, self.body, self.n_ops = program, body, n_ops
-        self.price = _xp.COMPILE_COST * (1 + n_ops / 8)  # a graph compiles slower than an op
-        self.compiled: set = set()
-        self.rent: dict[tuple, float] = {}
-
-    def __call__(self, *arrays: Any) -> Any:
-        if _xp.ENABLED and _xp.FORCE != "xla":
-            sig = _xp.host_sig(arrays)
-            if sig is not None and sig not in self.compiled:
-                if not self.compiled or _heavy(sig):  # the first shapes, or ops too big for
-                    self.compiled.add(sig)  # the host (they would compile one by one): now
-                else:
-                    spent = self.rent.get(sig, 0.0)
-                    if spent < self.price or _xp.FORCE == "host":
-                        out = self.body(*arrays)
-                        self.rent[sig] = spent + self.n_ops * _xp.host_cost(sig)
-                        counters["eager_shapes"] += 1
-                        return out
-                    self.compiled.add(sig)
-                    self.rent.pop(sig, None)
-        return self.program(*arrays)
 
 
 def _tangent_masks(joint: Joint) -> list[int]:

@@ -20,17 +20,18 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
-import jax
 import numpy as np
 
 from .. import journal
+from ..kernels import _xp
 from ..compiled_autograd import counters
 from ..compiled_autograd.runtime import HOST_CALLS, WRITES, accumulate_grad, picker
 from ..dispatch.dispatcher import OpOverload
-from ..dispatch.keys import TLS, DispatchKey
+from ..dispatch.keys import TLS
 from ..fx import GraphModule, Node
 from ..runtime_checks import CheckedProgram
 from ..tensor import Tensor, _make, _unwrap, _wrap
+from .ops import Tiered, call_op, call_op_host, load
 
 try:  # a lifted Python float must stay weakly typed (x_f32 * s stays f32), as in eager
     from jax._src.lax.lax import _convert_element_type as _convert
@@ -102,8 +103,10 @@ class Segment:
         self.ext_of, self.static_of = picker(self.ext), picker(self.static)
         self.inputs_of = picker(self.input_ids)
         self.outs = [n for n in nodes if n in needed_later]
-        # value checks (index bounds) run first as their own small program
-        self.fn = CheckedProgram(self._counted, self._trace, static_argnums=(3,))
+        # value checks (index bounds) run first as their own small program; shapes after
+        # the first run op by op on the host tier until they have cost a compile
+        self.program = CheckedProgram(self._counted, self._trace, static_argnums=(3,))
+        self.fn = Tiered(self.program, self._host, len(nodes), counters)
 
     def _counted(self, ext: tuple, in_arrays: tuple, scalars: Any, static: tuple) -> tuple:
         counters["compiles"] += 1  # runs once per XLA compile (jit traces once per shape)
@@ -117,8 +120,27 @@ class Segment:
             env[n] = _lower(n, env, inputs, scalars)
         return tuple(env[n] for n in self.outs)
 
-    def run(self, env: dict, inputs: list, scalars: Any) -> None:
-        out = self.fn(self.ext_of(env), self.inputs_of(inputs), scalars, self.static_of(env))
+    def _host(self, ext: tuple, in_arrays: tuple, scalars: Any, static: tuple) -> tuple:
+        """``_trace`` op by op on the host tier, each jax input read as a numpy view once;
+        an output that is such a view is given back as the input itself."""
+        views = {}
+        for a in (*ext, *in_arrays):
+            if type(a) is _xp._ARRAY:
+                views[id(a)] = (np.asarray(a), a)
+        env: dict[Node, Any] = {n: views[id(a)][0] if id(a) in views else a
+                                for n, a in zip(self.ext, ext)}
+        env.update(zip(self.static, static))
+        inputs = {i: views[id(a)][0] if id(a) in views else a
+                  for i, a in zip(self.input_ids, in_arrays)}
+        for n in self.nodes:
+            env[n] = _run_host(n, env, inputs, scalars)
+        back = {id(v): a for v, a in views.values()}
+        return tuple(back.get(id(env[n]), env[n]) for n in self.outs)
+
+    def run(self, env: dict, inputs: list, scalars: Any, key: tuple) -> None:
+        """The segment on ``env``; ``key``: the call's size list, which decides its shapes."""
+        out = self.fn.call(key, self.ext_of(env), self.inputs_of(inputs), scalars,
+                           self.static_of(env))
         env.update(zip(self.outs, out))
 
 
@@ -130,36 +152,24 @@ def _lower(n: Node, env: dict, inputs: dict, scalars: Any) -> Any:
         if which == "inputs":
             return inputs[i]
         return weak_scalar(scalars[i])
-    args = _load(n.args, env)
-    kwargs = _load(n.kwargs, env)
+    args = load(n.args, env)
+    kwargs = load(n.kwargs, env)
     if isinstance(n.target, OpOverload):
-        return _call_op(n.target, args, kwargs)
+        return call_op(n.target, args, kwargs)
     return n.target(*args, **kwargs)
 
 
-def _load(value: Any, env: dict) -> Any:
-    if isinstance(value, Node):
-        return env[value]
-    if type(value) in (list, tuple):
-        return type(value)(_load(v, env) for v in value)
-    if type(value) is dict:
-        return {k: _load(v, env) for k, v in value.items()}
-    return value
-
-
-def _call_op(op: OpOverload, args: tuple, kwargs: dict, unwrap: Callable = _unwrap) -> Any:
-    """The op's own JAX kernel; composite ops run on Tensors wrapping tracers (or arrays),
-    their results read by ``unwrap`` (a graph run op by op keeps host values on the host)."""
-    kernel = op.kernels.get(DispatchKey.Backend)
-    if kernel is not None:
-        return kernel.fn(*args, **kwargs)
-    wrapped = _wrap(args)
-    prev, TLS.grad_enabled = TLS.grad_enabled, False
-    try:
-        out = op(*wrapped, **_wrap(kwargs))
-    finally:
-        TLS.grad_enabled = prev
-    return unwrap(out)
+def _run_host(n: Node, env: dict, inputs: dict, scalars: Any) -> Any:
+    """``_lower`` on the host tier: ops run eagerly (numpy where light enough), a lifted
+    scalar is a Python float (weakly typed, as in eager)."""
+    if n.target is operator.getitem and isinstance(n.args[0], Node) and \
+            n.args[0].op == "placeholder":
+        which, i = n.args[0].target, n.args[1]
+        return inputs[i] if which == "inputs" else float(scalars[i])
+    args, kwargs = load(n.args, env), load(n.kwargs, env)
+    if isinstance(n.target, OpOverload):
+        return call_op_host(n.target, args, kwargs)
+    return n.target(*args, **kwargs)
 
 
 def _write(fn: Callable, leaf: Tensor, grad: Any, plain: bool) -> None:
@@ -268,30 +278,32 @@ class JaxProgram:
         scalar_arr = np.asarray(scalars, dtype=np.float64) if scalars else None
         places = {"hooks": hooks, "leaves": leaves, "sizes": sizes}
         env: dict[Node, Any] = {n: places[where][i] for n, where, i in self.host_slots}
-        env.update(self._static_sizes(sizes))
+        key = tuple(sizes)  # (within one capture, the sizes decide every input's shape)
+        env.update(self._static_sizes(key))
         plain = not TLS.mode_stack  # writes may skip the op layer (no mode to see them)
         for kind, step in self.steps:
             if kind == "segment":
-                step.run(env, arrays, scalar_arr)
+                step.run(env, arrays, scalar_arr, key)
             elif kind == "write":  # fn(tensor, grad array): no generic arg loading
                 fn, target, grad = step
                 _write(fn, env[target], env[grad], plain)
             else:
-                env[step] = _unwrap(step.target(*_wrap(_load(step.args, env))))
+                env[step] = _unwrap(step.target(*_wrap(load(step.args, env))))
         out = self.output.args[0]
-        return _wrap(_load(out, env)) if out else ()
+        return _wrap(load(out, env)) if out else ()
 
     def _run_straight(self, inputs: list[Tensor], sizes: list[int], scalars: list[float],
                       leaves: list[Tensor]) -> tuple:
         """``__call__`` for a straight plan: the program, then the writes."""
         seg, writes = self.straight
-        static = seg.static_of(self._static_sizes(sizes))
-        if seg.fn.unchecked:  # one program reads each input: a saved host value goes in as
+        key = tuple(sizes)
+        static = seg.static_of(self._static_sizes(key))
+        if seg.program.unchecked:  # one program reads each input: a saved host value goes in as
             arrays = tuple([_program_value(inputs[i]) for i in seg.input_ids])  # it is
         else:
             arrays = tuple([inputs[i]._data for i in seg.input_ids])
-        out = seg.fn((), arrays, np.asarray(scalars, dtype=np.float64) if scalars else None,
-                     static)
+        out = seg.fn.call(key, (), arrays,
+                          np.asarray(scalars, dtype=np.float64) if scalars else None, static)
         if TLS.mode_stack:  # a mode sees every write through the op layer
             for fn, leaf_i, out_i in writes:
                 _write(fn, leaves[leaf_i], out[out_i], False)
@@ -307,16 +319,15 @@ class JaxProgram:
                 fn(leaf, _make(out[out_i]))
         return ()
 
-    def _static_sizes(self, sizes: list[int]) -> dict[Node, int]:
+    def _static_sizes(self, key: tuple[int, ...]) -> dict[Node, int]:
         """The size nodes' values (plain ints: static in programs), computed once per
-        distinct ``sizes`` (a training loop repeats the same few)."""
-        key = tuple(sizes)
+        distinct size list ``key`` (a training loop repeats the same few)."""
         env = self._size_memo.get(key)
         if env is None:
             env = {}
             for n, i, target, args, kwargs in self.size_steps:
-                env[n] = sizes[i] if target is None else target(*_load(args, env),
-                                                                **_load(kwargs, env))
+                env[n] = key[i] if target is None else target(*load(args, env),
+                                                              **load(kwargs, env))
             if len(self._size_memo) >= _SIZE_MEMO_LIMIT:
                 self._size_memo.clear()
             self._size_memo[key] = env

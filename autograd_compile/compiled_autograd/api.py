@@ -11,10 +11,13 @@ import threading
 from typing import Any, Callable
 
 class Counters(dict):
-    """captures, cache_hits, compiles (XLA programs built), eager_runs."""
+    """captures, cache_hits, compiles (XLA programs built), eager_runs (backwards run by
+    the eager engine), evictions, eager_shapes (JAX-backend program calls run op by op at
+    sizes not worth compiling yet: see ``backends.ops.Tiered``)."""
 
     def __init__(self) -> None:
-        super().__init__(captures=0, cache_hits=0, compiles=0, eager_runs=0, evictions=0)
+        super().__init__(captures=0, cache_hits=0, compiles=0, eager_runs=0, evictions=0,
+                         eager_shapes=0)
 
     def clear(self) -> None:
         for k in self:
