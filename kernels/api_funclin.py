@@ -9,14 +9,20 @@ functions under PyTorch's older names and signatures (``torch.svd`` returns V, n
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 
 from autograd_compile._dtype import of as dtype_of
 from autograd_compile.tensor import Tensor
 
+from autograd_compile.tracing.fake import TensorMeta
+
 from . import linalg_more as K
+from ._defop import defop, reduce_grad, wants
+from ._shapes import broadcast_shapes
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "cholesky", "cholesky_solve",
            "cholesky_inverse", "svd", "qr", "pinverse", "matrix_power", "matrix_exp", "cross",
@@ -62,12 +68,58 @@ def cholesky(input: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
     return _linalg().cholesky(input, upper=upper)
 
 
+# -- cholesky_solve: X = (L L^H)^-1 B ------------------------------------------------------------
+def _cholesky_solve(b: jax.Array, factor: jax.Array, upper: bool = False) -> jax.Array:
+    """Two triangular solves; only ``factor``'s own triangle is read (as LAPACK's potrs)."""
+    batch = jnp.broadcast_shapes(b.shape[:-2], factor.shape[:-2])
+    b = jnp.broadcast_to(b, batch + b.shape[-2:])
+    factor = jnp.broadcast_to(factor, batch + factor.shape[-2:])
+    solve = partial(jax.lax.linalg.triangular_solve, factor, left_side=True, lower=not upper)
+    # upper: A = U^H U, so U^H y = B, then U x = y; lower: L y = B, then L^H x = y
+    y = solve(b, transpose_a=upper, conjugate_a=upper)
+    return solve(y, transpose_a=not upper, conjugate_a=not upper)
+
+
+def _cholesky_solve_check(b: Any, factor: Any, upper: bool = False) -> None:
+    if b.dtype != factor.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{b.dtype.name} and A of type {factor.dtype.name} instead.")
+    if b.ndim < 2 or factor.ndim < 2 or factor.shape[-1] != factor.shape[-2] \
+            or factor.shape[-1] != b.shape[-2]:
+        raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is "
+                           f"{factor.shape[-2] if factor.ndim > 1 else 1} by "
+                           f"{factor.shape[-1] if factor.ndim else 1} but each b matrix is "
+                           f"{b.shape[-2] if b.ndim > 1 else 1} by {b.shape[-1] if b.ndim else 1}")
+
+
+def _cholesky_solve_rule(b: Any, factor: Any, upper: bool = False) -> TensorMeta:
+    _cholesky_solve_check(b, factor, upper)
+    batch = broadcast_shapes(tuple(b.shape[:-2]), tuple(factor.shape[:-2]))
+    return TensorMeta(tuple(batch) + tuple(b.shape[-2:]), b.dtype)
+
+
+def _cholesky_solve_backward(g: Any, b: Any, factor: Any, upper: bool, out: Any) -> tuple:
+    """PyTorch's rule, the factor taken as a general (unconstrained) matrix, so both of its
+    triangles get a gradient: dB = A^-1 g; dL = -(dB X^H + X dB^H) L (upper: -U (...))."""
+    gb = _cholesky_solve_op(g, factor, upper)
+    if not wants(factor):
+        return reduce_grad(gb, b), None
+    common = gb @ out.mT.conj()
+    common = common + common.mT.conj()
+    gf = -(factor @ common) if upper else -(common @ factor)
+    return reduce_grad(gb, b), reduce_grad(gf, factor)
+
+
+_cholesky_solve_op = defop("cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor",
+                           _cholesky_solve, shape=_cholesky_solve_rule, check=True,
+                           save=("input2", "out"),
+                           backward=_cholesky_solve_backward)
+
+
 def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False, *, out: Any = None
                    ) -> Tensor:
     """X with A X = B, given B (``input``) and A's Cholesky factor (``input2``)."""
-    L = input2.mT.conj() if upper else input2
-    y = K.solve_triangular(L, input, upper=False)
-    return K.solve_triangular(L.mT.conj(), y, upper=True)
+    return _cholesky_solve_op(input, input2, upper)
 
 
 def cholesky_inverse(input: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:

@@ -21,7 +21,7 @@ from autograd_compile.tracing.fake import TensorMeta
 from ._defop import NONDIFF, defop, holomorphic, reduce_grad
 from ._dtypes import BOOL, DEFAULT_INT, cast, result_type
 from ._shapes import broadcast_shapes, wrap_dim
-from .factories import zeros
+from .factories import eye, zeros
 from .indexing import scatter_add
 
 
@@ -203,22 +203,43 @@ def _einsum_backward(g: Any, equation: str, tensors: list, out: Any) -> list:
 
 def _operand_grad(g: Any, i: int, ins: list, out: str, sizes: dict, tensors: list) -> Any:
     """d/d(operand i): einsum of g with the others; letters summed away only here come back
-    by broadcasting."""
+    by broadcasting. A letter repeated within the operand (a diagonal) is differentiated as
+    the diagonal-extracted operand, then embedded back onto that diagonal."""
     s = ins[i]
-    if len(set(s)) != len(s):
-        raise NotImplementedError(f"einsum backward: a subscript repeated within one operand "
-                                  f"('{s}', a diagonal) is not supported")
+    u = "".join(dict.fromkeys(s))  # the operand's distinct letters, in order
     others = [t for j, t in enumerate(tensors) if j != i]
     avail = set(out).union(*(ins[j] for j in range(len(ins)) if j != i))
-    keep = "".join(c for c in s if c in avail)
+    keep = "".join(c for c in u if c in avail)
     spec = ",".join([out] + [ins[j] for j in range(len(ins)) if j != i])
     r = einsum(f"{spec}->{keep}", [g] + others)
-    for pos, c in enumerate(s):
+    for pos, c in enumerate(u):
         if c not in avail:
             r = r.unsqueeze(pos)
-    if keep != s:
-        r = r.expand([sizes[c] for c in s])
+    if keep != u:
+        r = r.expand([sizes[c] for c in u])
+    if u != s:
+        r = _embed_diagonal(r, u, s, sizes)
     return reduce_grad(r, tensors[i])
+
+
+def _embed_diagonal(r: Any, u: str, s: str, sizes: dict) -> Any:
+    """``r`` (letters ``u``) written onto the diagonals of a zero tensor with letters ``s``,
+    where ``s`` repeats some of ``u``'s letters: each repeat gets a fresh letter tied to its
+    first occurrence by an identity matrix, so the result is one (differentiable) einsum."""
+    spare = iter(c for c in string.ascii_letters if c not in s)
+    seen: set = set()
+    full, ties = "", []
+    for c in s:
+        if c in seen:
+            fresh = next(spare)
+            full += fresh
+            ties.append((c, fresh))
+        else:
+            seen.add(c)
+            full += c
+    eyes = [eye(sizes[c], dtype=r.dtype) for c, _ in ties]
+    spec = ",".join([u] + [c + fresh for c, fresh in ties])
+    return einsum(f"{spec}->{full}", [r] + eyes)
 
 
 einsum = defop("einsum(str equation, Tensor[] tensors) -> Tensor", _einsum, shape=_einsum_rule,

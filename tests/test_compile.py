@@ -2,6 +2,8 @@
 fallbacks, randomness, buffers, hooks around the region, inlining under compiled autograd."""
 from __future__ import annotations
 
+import copy
+
 import logging
 
 import numpy as np
@@ -378,7 +380,9 @@ def test_optimized_module_shares_state() -> None:
     compiled = acg.compile(model)
     assert compiled._orig_mod is model and isinstance(compiled, nn.Module)
     assert [id(p) for p in compiled.parameters()] == [id(p) for p in model.parameters()]
-    assert list(compiled.state_dict()) == list(model.state_dict())
+    assert list(compiled.state_dict()) == [f"_orig_mod.{k}" for k in model.state_dict()]
+    assert [n for n, _ in compiled.named_parameters()] == \
+        [f"_orig_mod.{n}" for n, _ in model.named_parameters()]
     assert compiled.l1 is model.l1
     compiled.eval()
     assert not model.training and not model.l1.training
@@ -386,9 +390,35 @@ def test_optimized_module_shares_state() -> None:
     assert model.drop.training
 
 
+def test_optimized_module_state_dict_and_deepcopy_as_torch() -> None:
+    """Keys as torch.compile's (``_orig_mod.``): each side loads the other's checkpoint;
+    a deepcopy (an EMA model) is an independent compiled copy."""
+    torch = pytest.importorskip("torch")
+    model, theirs = MLP(), torch.compile(torch.nn.Linear(4, 3), backend="eager")
+    compiled = acg.compile(model)
+    assert list(compiled.state_dict()) == ["_orig_mod." + k for k in model.state_dict()]
+    lin = acg.compile(nn.Linear(4, 3))
+    lin.load_state_dict({k: acg.tensor(v.detach().numpy()) for k, v in
+                         theirs.state_dict().items()})
+    np.testing.assert_array_equal(lin.weight.detach().numpy(), theirs.weight.detach().numpy())
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in lin.state_dict().items()})
+    with pytest.raises(RuntimeError, match="Missing key"):  # as torch: the plain keys miss
+        lin.load_state_dict(nn.Linear(4, 3).state_dict())
+    x = acg.randn(5, 4)
+    want = lin(x).detach().numpy()
+    twin = copy.deepcopy(lin)
+    assert isinstance(twin, type(lin)) and twin.weight is not lin.weight
+    np.testing.assert_allclose(twin(x).detach().numpy(), want, rtol=1e-6)
+    with acg.no_grad():
+        twin.weight.mul_(0)
+    np.testing.assert_allclose(lin(x).detach().numpy(), want, rtol=1e-6)
+
+
 def test_bad_arguments() -> None:
-    with pytest.raises(ValueError, match="unknown backend 'inductor'"):
-        acg.compile(lambda x: x, backend="inductor")
+    with pytest.raises(ValueError, match="unknown backend 'nope'"):
+        acg.compile(lambda x: x, backend="nope")
+    with pytest.raises(TypeError, match="callable backend"):
+        acg.compile(lambda x: x, backend=lambda gm, inputs: gm)
     with pytest.raises(TypeError, match="expects a callable"):
         acg.compile(3)
     f = lambda x: x  # noqa: E731

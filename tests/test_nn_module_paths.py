@@ -40,3 +40,20 @@ def test_every_class_torch_keeps_in_a_submodule_is_there_when_we_have_it() -> No
                 if getattr(ours, name, None) is not getattr(acg.nn, name):
                     missing.append(f"{info.name}.{name}")
     assert missing == []
+
+
+def test_every_torch_distributions_submodule_resolves_to_our_classes() -> None:
+    """``from torch.distributions.categorical import Categorical`` (CleanRL's PPO) ports."""
+    torch_dist = pytest.importorskip("torch.distributions")
+    import pkgutil
+    wrong = []
+    for info in pkgutil.iter_modules(torch_dist.__path__):
+        theirs = importlib.import_module(f"torch.distributions.{info.name}")
+        ours = importlib.import_module(f"autograd_compile.distributions.{info.name}")
+        for name in getattr(theirs, "__all__", []):
+            top = getattr(acg.distributions, name, None)  # (constraints etc. live only there)
+            if not hasattr(ours, name) or (top is not None and getattr(ours, name) is not top):
+                wrong.append(f"{info.name}.{name}")
+    assert wrong == []
+    from autograd_compile.distributions.categorical import Categorical
+    assert Categorical is acg.distributions.Categorical

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import inspect
 import logging
@@ -31,6 +32,10 @@ _PLAIN = frozenset({Tensor, Parameter})  # classes whose shape and dtype are Ten
 _HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks", "_backward_pre_hooks")
 CACHE_SIZE_LIMIT = 8  # traces kept per compiled function (like torch's cache_size_limit)
 BACKENDS = ("jax",)
+# PyTorch's backend names, as ported programs spell them: all select the one XLA compiler
+TORCH_BACKENDS = frozenset({"inductor", "eager", "aot_eager", "aot_eager_default_partitioner",
+                            "aot_eager_decomp_partition", "cudagraphs", "openxla",
+                            "openxla_eval", "ts", "aot_ts", "tvm", "onnxrt"})
 _LIVE: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 _SIG_LABELS = ["grad mode", "training flags", "argument structure or constants",
                "argument tensors (dtype, requires_grad, rank)",
@@ -366,9 +371,11 @@ def _leaf_names(base: str, value: Any) -> list[str]:
 class OptimizedModule(Module):
     """What ``acg.compile(module)`` returns: a Module running ``module`` compiled.
 
-    It shares the original's parameters, buffers and submodules (``_orig_mod``);
-    ``parameters()``, ``state_dict()``, ``train()``/``eval()`` act on the original,
-    with the original's names (no ``_orig_mod.`` prefix).
+    As PyTorch's, it holds the original as its child ``_orig_mod``: it shares the original's
+    parameters, buffers and submodules, ``train()``/``eval()`` act on them, attributes read
+    through, and ``state_dict()``/``named_parameters()`` name them ``_orig_mod.<name>`` (so a
+    checkpoint of a ``torch.compile``'d model loads, and one of ours loads in PyTorch).
+    ``copy.deepcopy`` copies the original and compiles the copy afresh (an EMA model).
     """
 
     def __init__(self, mod: Module, dynamic: bool | None, fullgraph: bool) -> None:
@@ -392,17 +399,12 @@ class OptimizedModule(Module):
                 raise
         return getattr(self.__dict__["_modules"]["_orig_mod"], name)
 
-    def named_parameters(self, *args: Any, **kwargs: Any) -> Any:
-        return self._orig_mod.named_parameters(*args, **kwargs)
-
-    def named_buffers(self, *args: Any, **kwargs: Any) -> Any:
-        return self._orig_mod.named_buffers(*args, **kwargs)
-
-    def state_dict(self, *args: Any, **kwargs: Any) -> Any:
-        return self._orig_mod.state_dict(*args, **kwargs)
-
-    def load_state_dict(self, *args: Any, **kwargs: Any) -> Any:
-        return self._orig_mod.load_state_dict(*args, **kwargs)
+    def __deepcopy__(self, memo: dict) -> "OptimizedModule":
+        # traces are caches of the original's identity: the copy traces its own
+        new = OptimizedModule(copy.deepcopy(self._orig_mod, memo), self._compiled.dynamic,
+                              self._compiled.fullgraph)
+        memo[id(self)] = new
+        return new
 
     def __repr__(self) -> str:
         return f"OptimizedModule({self._orig_mod!r})"
@@ -423,7 +425,9 @@ def compile(model: Callable | None = None, *, backend: str = "jax", dynamic: boo
     What cannot be traced (``.item()``, ``.numpy()``, Python branches on tensor
     values, hooks registered inside) runs eagerly, logged once; ``fullgraph=True``
     raises :class:`Unsupported` instead. ``mode`` and ``options`` are accepted for
-    PyTorch compatibility and have no effect; ``disable=True`` returns ``model``.
+    PyTorch compatibility and have no effect, as are PyTorch's backend names
+    (``"inductor"``, ``"eager"``, ``"aot_eager"``...: each compiles to XLA as ``"jax"``
+    does); ``disable=True`` returns ``model``.
 
     >>> import autograd_compile as acg
     >>> @acg.compile
@@ -436,9 +440,13 @@ def compile(model: Callable | None = None, *, backend: str = "jax", dynamic: boo
     if model is None:
         return functools.partial(compile, backend=backend, dynamic=dynamic, fullgraph=fullgraph,
                                  mode=mode, options=options, disable=disable)
-    if backend not in BACKENDS:
+    if callable(backend):
+        raise TypeError("acg.compile: a callable backend (a custom compiler_fn) is not "
+                        "supported: acg.compile lowers its traces to XLA itself; use "
+                        "compiled_autograd.enable(compiler_fn) for the backward graph")
+    if backend not in BACKENDS and backend not in TORCH_BACKENDS:
         raise ValueError(f"acg.compile: unknown backend {backend!r}; expected one of "
-                         f"{list(BACKENDS)}")
+                         f"{list(BACKENDS) + sorted(TORCH_BACKENDS)}")
     if not callable(model):
         raise TypeError(f"acg.compile expects a callable or a Module, got "
                         f"{type(model).__name__}")

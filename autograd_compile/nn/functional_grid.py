@@ -16,9 +16,13 @@ True
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import warnings
+from fractions import Fraction
 from typing import Any
+
+import numpy as np
 
 from ..kernels import api as _api
 from ..kernels.api_select import linspace as _linspace
@@ -46,8 +50,30 @@ def _base_coords(steps: int, align_corners: bool, dtype: Any) -> Tensor:
     (their outer edges at +-1 unless align_corners puts the outer centres there)."""
     if steps <= 1:
         return _api.zeros(1, dtype=dtype)
+    exact = _torch_rounded_coords(steps, align_corners, str(dtype.name))
+    if exact is not None:
+        return _api.tensor(exact, dtype=dtype)
     coords = _linspace(-1.0, 1.0, steps, dtype=dtype)
     return coords if align_corners else coords * ((steps - 1) / steps)
+
+
+@functools.lru_cache(maxsize=256)
+def _torch_rounded_coords(steps: int, align_corners: bool, dtype: str) -> np.ndarray | None:
+    """The base coordinates bit for bit as PyTorch's affine_grid rounds them (its linspace
+    steps ``step`` from both ends, each value rounded once; then ``* (steps-1) / steps``
+    rounded twice): the identity grid then unnormalises onto the same side of each pixel
+    centre as PyTorch's, which decides the grid gradient there. float32/float64 only."""
+    if dtype not in ("float32", "float64"):
+        return None
+    kind = np.dtype(dtype).type
+    step = Fraction(float(kind(2) / kind(steps - 1)))
+    half = steps // 2
+    exact = [-1 + step * i if i < half else 1 - step * (steps - 1 - i) for i in range(steps)]
+    # float() of a Fraction rounds correctly; a float32 step times i is exact in float64
+    coords = np.array([float(v) for v in exact]).astype(kind)
+    if not align_corners:
+        coords = (coords * kind(steps - 1)) / kind(steps)
+    return coords
 
 
 def affine_grid(theta: Tensor, size: list[int], align_corners: bool | None = None) -> Tensor:
@@ -119,9 +145,14 @@ def _check_grid(input: Tensor, grid: Tensor, mode: str) -> None:
                            f"{grid.dtype.name}")
 
 
-def _unnormalize(coord: Tensor, size: int, align_corners: bool) -> Tensor:
+def _unnormalize(coord: Tensor, size: int, align_corners: bool, ndim: int) -> Tensor:
     """[-1, 1] to pixel coordinates: -1 and 1 are the outer centres (align_corners) or the
-    outer edges of the outer pixels."""
+    outer edges of the outer pixels. Rounded as PyTorch's CPU kernels round it (2-D scales
+    by a halved size, 3-D halves last), since at pixel-aligned points the floor of the
+    result picks which cell's slope is the grid gradient."""
+    if ndim == 2:
+        scale = (size - 1) / 2 if align_corners else size / 2
+        return (coord + 1) * scale if align_corners else (coord + 1) * scale - 0.5
     if align_corners:
         return (coord + 1) / 2 * (size - 1)
     return ((coord + 1) * size - 1) / 2
@@ -144,8 +175,15 @@ def _source(coord: Tensor, size: int, padding_mode: str, align_corners: bool) ->
         coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else \
             _reflect(coord, -1, 2 * size - 1)
     if padding_mode in ("border", "reflection"):
-        coord = coord.clamp(0, size - 1)
+        coord = _clip(coord, size)
     return coord
+
+
+def _clip(coord: Tensor, size: int) -> Tensor:
+    """coord clamped to [0, size - 1]; as in PyTorch, a point exactly on the border counts as
+    outside, so only points strictly inside pass a gradient (clamp's would pass there too)."""
+    inside = _api.logical_and(coord > 0, coord < size - 1)
+    return _api.where(inside, coord, coord.clamp(0, size - 1).detach())
 
 
 def _gather(input: Tensor, index: list[Tensor], valid: Tensor | None) -> Tensor:
@@ -250,7 +288,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     n = input.ndim - 2
     sizes = tuple(input.shape[2:])
     # coords[i]: pixel coordinate along spatial dim i (grid's last axis lists x, y, z)
-    coords = [_unnormalize(grid[..., n - 1 - i], sizes[i], align_corners) for i in range(n)]
+    coords = [_unnormalize(grid[..., n - 1 - i], sizes[i], align_corners, n) for i in range(n)]
     if mode == "bicubic":
         return _bicubic(input, coords, padding_mode, align_corners)
     coords = [_source(c, s, padding_mode, align_corners) for c, s in zip(coords, sizes)]
