@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._dtype import dtype, of
-from .tensor import Tensor
+from .tensor import LEGACY_NEW, Tensor
 
 
 class tensortype(type):  # noqa: N801  (PyTorch's metaclass name)
@@ -48,19 +48,39 @@ class _LegacyTensor(metaclass=tensortype):
     _dtype: Any = np.dtype("float32")
 
     def __new__(cls, *args: Any, device: Any = None) -> Tensor:  # type: ignore[misc]
-        from .kernels import api as A
-        if not args:
-            return A.zeros(0, dtype=cls._dtype, device=device)
-        if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args) or \
-                (len(args) == 1 and type(args[0]).__name__ == "Size"):
-            return A.zeros(*args, dtype=cls._dtype, device=device)
-        if len(args) != 1:
-            raise TypeError(f"new() received an invalid combination of arguments - got "
-                            f"{tuple(type(a).__name__ for a in args)}")
-        data = args[0]
-        if isinstance(data, Tensor):
-            return data.detach().to(cls._dtype)
-        return A.tensor(data, dtype=cls._dtype, device=device)
+        return _construct(cls._dtype, args, device)
+
+
+def _tensor_new(args: tuple, device: Any) -> Tensor:
+    """``acg.Tensor(*args)``: PyTorch's legacy constructor of the default dtype; a tensor
+    argument keeps its dtype (``torch.Tensor(t)`` aliases ``t``)."""
+    from .kernels import api as A
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return args[0].detach()
+    if len(args) == 1 and isinstance(args[0], numbers.Number) and \
+            not isinstance(args[0], numbers.Integral):
+        raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
+    if len(args) == 1 and isinstance(args[0], str):
+        raise TypeError("new(): invalid data type 'str'")
+    return _construct(A.get_default_dtype(), args, device)
+
+
+def _construct(dt: Any, args: tuple, device: Any) -> Tensor:
+    """Zeros of a size (ints or a Size; PyTorch leaves them uninitialised), a tensor of
+    data converted to ``dt``, or an empty tensor."""
+    from .kernels import api as A
+    if not args:
+        return A.zeros(0, dtype=dt, device=device)
+    if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args) or \
+            (len(args) == 1 and type(args[0]).__name__ == "Size"):
+        return A.zeros(*args, dtype=dt, device=device)
+    if len(args) != 1:
+        raise TypeError(f"new() received an invalid combination of arguments - got "
+                        f"{tuple(type(a).__name__ for a in args)}")
+    data = args[0]
+    if isinstance(data, Tensor):
+        return data.detach().to(dt)
+    return A.tensor(data, dtype=dt, device=device)
 
 
 def _legacy(name: str, dt: str) -> type:
@@ -78,6 +98,8 @@ ShortTensor = _legacy("ShortTensor", "int16")
 IntTensor = _legacy("IntTensor", "int32")
 LongTensor = _legacy("LongTensor", "int64")
 BoolTensor = _legacy("BoolTensor", "bool")
+
+LEGACY_NEW.append(_tensor_new)
 
 __all__ = ["dtype", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor",
            "CharTensor", "ShortTensor", "IntTensor", "LongTensor", "BoolTensor"]

@@ -34,6 +34,9 @@ TO_JAX: list[Callable[[np.ndarray], jax.Array]] = [jnp.asarray]
 # this module never imports the engine (no import circle)
 ENGINE_BACKWARD: list[Callable[..., None]] = []
 
+# _legacy.py installs PyTorch's legacy constructor here (``torch.Tensor(2, 3)``, ``([1, 2])``)
+LEGACY_NEW: list[Callable[..., "Tensor"]] = []
+
 _FLOATING = frozenset(map(jnp.dtype, (jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64,
                                       jnp.complex64, jnp.complex128)))
 
@@ -108,8 +111,14 @@ class Tensor:
         if "__acg_dispatch__" in cls.__dict__:  # a subclass that handles its own ops
             cls._acg_keys = cls._acg_keys | DispatchKey.Python.bit
 
-    def __init__(self, data: Any, requires_grad: bool = False) -> None:
-        _init(self, data if isinstance(data, jax.Array) else jnp.asarray(data))
+    def __init__(self, *args: Any, requires_grad: bool = False, device: Any = None) -> None:
+        """``Tensor(jax_array)`` wraps the array as it is; anything else is PyTorch's legacy
+        constructor (``Tensor(2, 3)``, ``Tensor(size)``, ``Tensor([1, 2])``, ``Tensor()``):
+        the default dtype, or ``Tensor(t)`` for ``t``'s data."""
+        if len(args) == 1 and isinstance(args[0], jax.Array):
+            _init(self, args[0])
+        else:
+            _init(self, LEGACY_NEW[0](args, device)._store)
         if requires_grad:
             self.requires_grad_(True)
 

@@ -104,6 +104,33 @@ def test_legacy_constructors_as_torch(name):
     assert ours_t.dtype == got.dtype
 
 
+
+@pytest.mark.parametrize("args", [(), (3,), (2, 3), ("size",), ([1, 2],), ("ndarray",),
+                                  ((1.5, 2),), ("long",), ("double",)],
+                         ids=lambda a: str(a))
+def test_tensor_legacy_constructor_as_torch(args):
+    """``torch.Tensor(...)``: ``nn.Parameter(torch.Tensor(16, 4))`` in older modules, and
+    CleanRL's ``torch.Tensor(env.reset())`` of a float64 array, which must be float32."""
+    def build(lib):
+        made = {"size": lib.Size([2, 2]), "ndarray": np.linspace(0, 1, 4).reshape(2, 2),
+                "long": lib.tensor([1, 2]), "double": lib.tensor([1.0, 2.0], dtype=lib.float64)}
+        return lib.Tensor(*[made.get(a, a) if isinstance(a, str) else a for a in args])
+    got, want = build(acg), build(torch)
+    assert str(got.dtype) == str(want.dtype) and tuple(got.shape) == tuple(want.shape)
+    if want.numel() and args not in ((3,), (2, 3), ("size",)):  # (sizes: uninitialised)
+        assert_close(got.numpy(), want.numpy())
+    p = acg.nn.Parameter(acg.Tensor(16, 4))
+    assert p.dtype == acg.float32 and p.requires_grad
+
+
+def test_tensor_legacy_constructor_errors_as_torch():
+    for bad in ((3.0,), ("a",)):
+        with pytest.raises(TypeError) as ours:
+            acg.Tensor(*bad)
+        with pytest.raises(TypeError) as theirs:
+            torch.Tensor(*bad)
+        assert str(ours.value) == str(theirs.value)
+
 def test_legacy_types_from_tensors_and_isinstance():
     t = acg.FloatTensor(acg.tensor([1, 2]))
     assert t.dtype == acg.float32 and t.tolist() == [1.0, 2.0]
