@@ -37,7 +37,8 @@ from . import nn as N
 from . import reductions as R
 from . import shape as S
 from autograd_compile._dtype import of as dtype_of
-from ._dtypes import DEFAULT_INT, as_dtype, default_float, is_float, result_type, set_default_float
+from ._dtypes import (DEFAULT_INT, as_dtype, default_float, is_float, promote, result_type,
+                      set_default_float)
 from ._defop import HOST_UNARY
 from ._jit import clear_programs
 from ._shapes import infer_size
@@ -63,7 +64,7 @@ def _sizes(size: tuple) -> list:
 
 
 def _dims(dim: _Dim) -> list[int] | None:
-    return None if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    return None if dim is None else [dim] if isinstance(dim, (int, np.integer)) else list(dim)
 
 
 def _leaf(t: Tensor, requires_grad: bool, device: Any = None) -> Tensor:
@@ -108,6 +109,39 @@ def _plain_dtype(a: np.ndarray) -> np.dtype:
         else a.dtype
 
 
+_PY_NUMBERS = frozenset({float, int, bool, complex})
+
+
+def _holds_only_python_numbers(data: Any) -> bool:
+    """Nested lists of Python numbers only (the common case); False when an element is a
+    numpy value, a tensor or anything else. Below the top level only the first row is read
+    (rows of one list hold the same kinds of values in practice; a full walk in Python
+    would cost as much as the conversion itself)."""
+    level = data
+    while True:
+        kinds = set(map(type, level))
+        if kinds <= _PY_NUMBERS:
+            return True
+        if not kinds <= {list, tuple} or not level[0]:
+            return False
+        level = level[0]
+
+
+def _sequence_dtype(data: Any) -> np.dtype:
+    """PyTorch's dtype of a sequence holding numpy values or tensors: each element's own
+    dtype (a Python float the default, an int int64), promoted as PyTorch promotes."""
+    out = None
+    for e in data:
+        if type(e) in (list, tuple):
+            d = _sequence_dtype(e)
+        elif isinstance(e, (np.ndarray, np.generic, Tensor, jax.Array)):
+            d = np.dtype(e.dtype)
+        else:
+            d = _plain_dtype(np.asarray(e))
+        out = d if out is None else promote(out, d)
+    return default_float() if out is None else out
+
+
 def _array(data: Any, dtype: Any) -> Any:
     """A new value for ``tensor(data)``: a read-only numpy array where the host tier holds
     it (small, CPU), else a jax array."""
@@ -115,6 +149,11 @@ def _array(data: Any, dtype: Any) -> Any:
         data = data.__jax_array__()
     if isinstance(data, jax.Array):
         return data if dtype is None or data.dtype == dtype else data.astype(dtype)
+    if dtype is None and type(data) in (list, tuple) and data and \
+            not _holds_only_python_numbers(data):
+        dtype = _sequence_dtype(data)  # ([np.float64(1.5)], [f64 array, ...]: float64)
+        data = [np.asarray(e) if isinstance(e, (Tensor, jax.Array)) else e for e in data] \
+            if builtins.any(isinstance(e, (Tensor, jax.Array)) for e in data) else data
     a = np.asarray(data)
     if not isinstance(data, (np.ndarray, np.generic)):
         dtype = dtype if dtype is not None else _plain_dtype(a)
@@ -695,7 +734,7 @@ def squeeze(input: Tensor, dim: _Dim = None) -> Tensor:
     if dim is None:
         out = S.squeeze(input)
     else:
-        out = S.squeeze_dim(input, dim) if isinstance(dim, int) else \
+        out = S.squeeze_dim(input, dim) if isinstance(dim, (int, np.integer)) else \
             S.squeeze_dims(input, list(dim))
     return view_of(out, input, as_shape_of)
 

@@ -1006,7 +1006,7 @@ def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None,
         raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
     x = _float(input)
     dims = list(builtins.range(x.dim())) if dim is None else \
-        [dim] if isinstance(dim, int) else list(dim)
+        [dim] if isinstance(dim, (int, np.integer)) else list(dim)
     dims = [d % x.dim() for d in dims]
     sp = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
     if len(sp) != len(dims):
@@ -1102,7 +1102,7 @@ def hash_tensor(input: Tensor, dim: Any = None, *, keepdim: bool = False,
     wide = x.astype(np.float64 if np.issubdtype(x.dtype, np.floating) else np.int64)
     bits = wide.view(np.uint64)
     axes = tuple(builtins.range(x.ndim)) if dim is None else \
-        (dim,) if isinstance(dim, int) else tuple(dim)
+        (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     out = np.bitwise_xor.reduce(bits, axis=axes, keepdims=keepdim) if bits.ndim else bits
     return _acg.tensor(np.asarray(out, dtype=np.uint64))
 

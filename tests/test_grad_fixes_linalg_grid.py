@@ -129,9 +129,6 @@ def test_cholesky_solve_numeric_and_errors() -> None:
         acg.cholesky_solve(acg.ones(3, 2), acg.tensor(f))
 
 
-@pytest.mark.xfail(strict=True, reason="distributions/multivariate.py Wishart.log_prob takes "
-                   "its trace through two solve_triangular calls (a lower-triangular gradient); "
-                   "PyTorch's goes through cholesky_solve (both triangles)")
 def test_wishart_scale_tril_log_prob_grad(mode: Any) -> None:
     torch = _torch()
     f = _factor(3, (), 7, False) * 0.7

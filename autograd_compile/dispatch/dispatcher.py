@@ -18,6 +18,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as _np
+
 from .keys import ALIAS_COVERS, ALL_KEYS, COMPOSITE, TLS, DispatchKey
 from .schema import FunctionSchema, SchemaError
 
@@ -86,12 +88,20 @@ class OpOverload:
         return self._name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        keys = _keyset(args, kwargs)
+        try:
+            keys = _keyset(args, kwargs)
+        except _NumpyScalar:  # (np.float64(2), np.int64(1): Python numbers, as PyTorch's)
+            args, kwargs = _python_numbers(args), _python_numbers(kwargs)
+            keys = _keyset(args, kwargs)
         return _run(self, keys.bit_length() - 1, args, kwargs)
 
     def redispatch(self, below: DispatchKey, *args: Any, **kwargs: Any) -> Any:
         """Call the next kernel under ``below`` (what a kernel does to go on down)."""
-        keys = _keyset(args, kwargs) & ((1 << below) - 1) | 1
+        try:
+            keys = _keyset(args, kwargs) & ((1 << below) - 1) | 1
+        except _NumpyScalar:
+            args, kwargs = _python_numbers(args), _python_numbers(kwargs)
+            keys = _keyset(args, kwargs) & ((1 << below) - 1) | 1
         return _run(self, keys.bit_length() - 1, args, kwargs)
 
     def call_key(self, key: DispatchKey, *args: Any, **kwargs: Any) -> Any:
@@ -100,6 +110,26 @@ class OpOverload:
 
     def kernel_for(self, key: DispatchKey) -> Callable | None:
         return self.table[key]
+
+
+class _NumpyScalar(Exception):
+    """An argument is a numpy scalar: the call converts its arguments first (rare)."""
+
+
+# numpy's scalar types: an op reads them as the Python numbers they hold (weakly typed:
+# ``f32 * np.float64(2)`` stays float32, as in PyTorch), never as 0-d tensors
+_NUMPY_SCALARS = frozenset(t for t in _np.sctypeDict.values() if issubclass(t, _np.number)
+                           or t is _np.bool_)
+
+
+def _python_numbers(value: Any) -> Any:
+    if type(value) in _NUMPY_SCALARS:
+        return value.item()
+    if type(value) in (list, tuple):
+        return type(value)(_python_numbers(v) for v in value)
+    if type(value) is dict:
+        return {k: _python_numbers(v) for k, v in value.items()}
+    return value
 
 
 def _scan(value: Any, acc: list) -> None:
@@ -114,6 +144,10 @@ def _scan(value: Any, acc: list) -> None:
                 acc[1] = acc[1] or v._requires_grad
             elif type(v) in (list, tuple):
                 _scan(v, acc)
+            elif type(v) in _NUMPY_SCALARS:
+                raise _NumpyScalar
+    elif type(value) in _NUMPY_SCALARS:
+        raise _NumpyScalar
 
 
 def _keyset(args: tuple, kwargs: dict) -> int:
@@ -127,6 +161,8 @@ def _keyset(args: tuple, kwargs: dict) -> int:
             acc = [keys, grad]
             _scan(a, acc)
             keys, grad = acc
+        elif type(a) in _NUMPY_SCALARS:
+            raise _NumpyScalar
     if kwargs:
         acc = [keys, grad]
         for a in kwargs.values():

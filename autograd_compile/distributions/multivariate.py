@@ -374,8 +374,9 @@ class Wishart(ExponentialFamily, _Validating):
     def log_prob(self, value: Tensor) -> Tensor:
         self._check(value)
         nu, p, L = self.df, self._event_shape[-1], self._unbroadcasted_scale_tril
-        a = solve_triangular(L, value)
-        trace = diagonal(solve_triangular(L, a.mT)).sum(-1)
+        # tr((L L^T)^-1 value) through cholesky_solve, as PyTorch: L's gradient is then the
+        # general-matrix one (both triangles), as torch's scale_tril.grad
+        trace = diagonal(acg.cholesky_solve(value, L)).sum(-1)
         logdet = 2 * _half_log_det(cholesky(value))
         return (-nu * (p * math.log(2) / 2 + _half_log_det(L)) - mvlgamma(nu / 2, p)
                 + (nu - p - 1) / 2 * logdet - trace / 2)

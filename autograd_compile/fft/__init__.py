@@ -26,7 +26,7 @@ def _run(kind: str, input: Tensor, s: Any, dim: Any, norm: str | None) -> Tensor
     if norm not in _NORMS:
         raise RuntimeError(f'Invalid normalization mode: "{norm}"')
     s = None if s is None else [int(v) for v in s]
-    dim = None if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    dim = None if dim is None else [dim] if isinstance(dim, (int, np.integer)) else list(dim)
     if s is not None and dim is not None and len(s) != len(dim):
         raise RuntimeError("When given, dim and shape arguments must have the same length")
     return FFT[kind](input, s, dim, norm)
@@ -90,7 +90,7 @@ def rfftfreq(n: int, d: float = 1.0, *, out: Any = None, dtype: Any = None, layo
 
 def _shift(input: Tensor, dim: Any, sign: int) -> Tensor:
     import autograd_compile as acg
-    dims = list(range(input.ndim)) if dim is None else [dim] if isinstance(dim, int) else \
+    dims = list(range(input.ndim)) if dim is None else [dim] if isinstance(dim, (int, np.integer)) else \
         list(dim)
     shifts = [sign * (input.shape[d] // 2) for d in dims]
     return acg.roll(input, shifts, dims)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple, Sequence
 
+import numpy as np
+
 from autograd_compile._dtype import scalar_type_name
 from autograd_compile.kernels import linalg_more as K
 from autograd_compile.tensor import Tensor
@@ -410,7 +412,7 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
     if x.dtype.kind not in "fcV":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {scalar_type_name(x.dtype)}")
-    dims = None if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    dims = None if dim is None else [dim] if isinstance(dim, (int, np.integer)) else list(dim)
     return K.vector_norm(_cast(x, dtype), _ord_text(ord), dims, keepdim)
 
 
@@ -425,7 +427,7 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: Sequence[int] = (-2, -1),
 def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *,
          dtype: Any = None, out: Any = None) -> Tensor:
     """A vector norm (dim an int, or a 1-D input) or a matrix norm (dim a pair, or 2-D)."""
-    if dim is not None and not isinstance(dim, int) and len(dim) == 2:
+    if dim is not None and not isinstance(dim, (int, np.integer)) and len(dim) == 2:
         return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
     if dim is None and ord is not None and A.ndim == 2:
         return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
