@@ -285,3 +285,27 @@ def test_compiled_transform_traces_once_per_shape() -> None:
     psg(p, acg.ones(4, 3))
     assert len(calls) == 2  # one trace per batch shape, none for new values
     np.testing.assert_allclose(second.detach().numpy(), 2 * first.detach().numpy())
+
+
+def test_dict_results_keep_the_argument_dicts_key_order():
+    """jax sorts a dict's keys; torch.func keeps the insertion order, and code zips
+    ``grads.values()`` with ``params.items()``: each gradient must sit under its own name."""
+    x = acg.tensor([1.0, 2.0, 3.0])
+    params = {"w": acg.tensor([0.5, -1.0, 2.0]), "b": acg.tensor(0.25)}  # not sorted
+
+    def loss(p, x):
+        return ((p["w"] * x).sum() + p["b"]) ** 2
+
+    value = float(loss(params, x))
+    for name, g in [("grad", acg.func.grad(loss)(params, x)),
+                    ("grad_and_value", acg.func.grad_and_value(loss)(params, x)[0]),
+                    ("jacrev", acg.func.jacrev(loss)(params, x)),
+                    ("jacfwd", acg.func.jacfwd(loss)(params, x)),
+                    ("vjp", acg.func.vjp(lambda p: loss(p, x), params)[1](acg.tensor(1.0))[0])]:
+        assert list(g) == ["w", "b"], name
+        np.testing.assert_allclose(g["w"].numpy(), 2 * value ** 0.5 * x.numpy(), rtol=1e-5)
+        np.testing.assert_allclose(g["b"].numpy(), 2 * value ** 0.5, rtol=1e-5)
+    per_sample = acg.func.vmap(acg.func.grad(loss), in_dims=(None, 0))(params, acg.ones(4, 3))
+    assert list(per_sample) == ["w", "b"] and per_sample["w"].shape == (4, 3)
+    h = acg.func.hessian(loss)(params, x)
+    assert list(h) == ["w", "b"] and list(h["w"]) == ["w", "b"]

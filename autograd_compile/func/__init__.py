@@ -31,6 +31,52 @@ __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "ja
            "linearize", "stack_module_state", "vjp", "vmap"]
 
 
+# -- pytrees whose dicts keep their key order ---------------------------------------------------
+
+class _Dict(dict):
+    """A dict flattened in insertion order (JAX sorts a dict's keys, so ``grad`` of a params
+    dict came back sorted: code zipping ``grads.values()`` with ``params`` paired them wrong)."""
+
+
+jax.tree_util.register_pytree_node(_Dict, lambda d: (list(d.values()), list(d)),
+                                   lambda keys, values: _Dict(zip(keys, values)))
+
+
+def _ordered(tree: Any) -> Any:
+    """Plain dicts (also inside lists and tuples) as :class:`_Dict`."""
+    if type(tree) is dict:
+        return _Dict({k: _ordered(v) for k, v in tree.items()})
+    if type(tree) in (list, tuple):
+        return type(tree)(_ordered(v) for v in tree)
+    return tree
+
+
+def _plain(tree: Any) -> Any:
+    """:class:`_Dict` back to the plain dicts they were."""
+    if type(tree) is _Dict:
+        return {k: _plain(v) for k, v in tree.items()}
+    if type(tree) in (list, tuple):
+        return type(tree)(_plain(v) for v in tree)
+    return tree
+
+
+def _tree_map(f: Callable, tree: Any, *rest: Any, is_leaf: Callable | None = None) -> Any:
+    return _plain(jax.tree_util.tree_map(f, _ordered(tree), *map(_ordered, rest),
+                                         is_leaf=is_leaf))
+
+
+def _tree_flatten(tree: Any, is_leaf: Callable | None = None) -> tuple:
+    return jax.tree_util.tree_flatten(_ordered(tree), is_leaf=is_leaf)
+
+
+def _tree_unflatten(treedef: Any, leaves: Any) -> Any:
+    return _plain(jax.tree_util.tree_unflatten(treedef, leaves))
+
+
+def _tree_leaves(tree: Any, is_leaf: Callable | None = None) -> list:
+    return jax.tree_util.tree_leaves(_ordered(tree), is_leaf=is_leaf)
+
+
 # -- Tensors <-> JAX arrays ---------------------------------------------------------------------
 
 def _is_tensor(x: Any) -> bool:
@@ -38,14 +84,15 @@ def _is_tensor(x: Any) -> bool:
 
 
 def _to_jax(tree: Any) -> Any:
-    """Every Tensor of a pytree as its JAX array (a tracer inside a transform)."""
-    return jax.tree_util.tree_map(lambda t: t.__jax_array__() if _is_tensor(t) else t, tree,
-                                  is_leaf=_is_tensor)
+    """Every Tensor of a pytree as its JAX array (a tracer inside a transform); its dicts
+    keep their order through JAX's transforms (:class:`_Dict`)."""
+    return jax.tree_util.tree_map(lambda t: t.__jax_array__() if _is_tensor(t) else t,
+                                  _ordered(tree), is_leaf=_is_tensor)
 
 
 def _to_tensor(tree: Any) -> Any:
     """Every JAX array (or tracer) of a pytree as a Tensor."""
-    return jax.tree_util.tree_map(
+    return _tree_map(
         lambda a: Tensor(a) if isinstance(a, (jax.Array, jax.core.Tracer)) else a, tree)
 
 
@@ -139,9 +186,9 @@ def _vmap_as_op(ops: dict, func: Callable, args: tuple, kwargs: dict, dims: Any,
     if any(d is not None and not isinstance(d, int) for d in per_arg) or kwargs or \
             not isinstance(out_dims, int):
         return _RECORDS
-    leaves, tree = jax.tree_util.tree_flatten(args, is_leaf=_is_tensor)
+    leaves, tree = _tree_flatten(args, is_leaf=_is_tensor)
     arg_of = [i for i, a in enumerate(args)
-              for _ in jax.tree_util.tree_leaves(a, is_leaf=_is_tensor)]
+              for _ in _tree_leaves(a, is_leaf=_is_tensor)]
     pos = [i for i, v in enumerate(leaves) if _is_tensor(v)]
     key = (tree, tuple((tuple(leaves[i].shape), str(leaves[i].dtype)) for i in pos),
            tuple(v for i, v in enumerate(leaves) if i not in pos), per_arg, out_dims)
@@ -163,7 +210,7 @@ def _vmap_as_op(ops: dict, func: Callable, args: tuple, kwargs: dict, dims: Any,
         ops[key] = (None, None)
         return _RECORDS
     out = out if isinstance(out, tuple) else (out,)
-    return jax.tree_util.tree_unflatten(out_tree[0], list(out))
+    return _tree_unflatten(out_tree[0], list(out))
 
 
 @contextlib.contextmanager
@@ -189,10 +236,10 @@ def _batched_op(jaxop: Callable, func: Callable, leaves: list, tree: Any, pos: l
         for i, a in zip(pos, arrays):
             full[i] = Tensor(a)
         with _random_keys(randomness, base, axis, [0]), _without_modes():
-            out = func(*jax.tree_util.tree_unflatten(tree, full))
+            out = func(*_tree_unflatten(tree, full))
         if _records(out):
             raise _Captured
-        flat, struct = jax.tree_util.tree_flatten(out, is_leaf=_is_tensor)
+        flat, struct = _tree_flatten(out, is_leaf=_is_tensor)
         out_tree[:] = [struct]
         return tuple(t.__jax_array__() if _is_tensor(t) else t for t in flat)
 
@@ -235,7 +282,7 @@ def _call_key(cache: dict, args: tuple, kwargs: dict, randomness: str) -> Any:
 
 
 def _DRAWS_NONE_KEY(args: tuple, kwargs: dict) -> Any:  # noqa: N802
-    leaves, tree = jax.tree_util.tree_flatten(_to_jax((args, kwargs)))
+    leaves, tree = _tree_flatten(_to_jax((args, kwargs)))
     try:
         key = ("draws-none", tree, tuple((v.shape, str(v.dtype)) if hasattr(v, "shape") else v
                                          for v in leaves))
@@ -279,8 +326,8 @@ def _cached_call(cache: dict, build: Callable, args: tuple, kwargs: dict, record
     if _has_fake((args, kwargs)):
         return _traced_op(cache, build, args)
     arrays = _to_jax(args)
-    leaves, tree = jax.tree_util.tree_flatten(arrays)
-    kw_leaves = jax.tree_util.tree_leaves(_to_jax(kwargs))
+    leaves, tree = _tree_flatten(arrays)
+    kw_leaves = _tree_leaves(_to_jax(kwargs))
     if any(isinstance(v, jax.core.Tracer) for v in leaves + kw_leaves) or any(
             isinstance(v, jax.Array) for v in kw_leaves):
         return build()(*arrays)
@@ -310,7 +357,7 @@ def _cached_call(cache: dict, build: Callable, args: tuple, kwargs: dict, record
 def _has_fake(tree: Any) -> bool:
     from autograd_compile.tracing.fake import FakeTensor
     return any(isinstance(t, FakeTensor)
-               for t in jax.tree_util.tree_leaves(tree, is_leaf=_is_tensor))
+               for t in _tree_leaves(tree, is_leaf=_is_tensor))
 
 
 def _traced_op(cache: dict, build: Callable, args: tuple) -> Any:
@@ -319,7 +366,7 @@ def _traced_op(cache: dict, build: Callable, args: tuple) -> Any:
     not require grad, as eager's do not. A function reading a tensor it captured is refused
     (the program would keep the value the trace saw): the region then runs eagerly."""
     from autograd_compile.kernels._bridge import _spec, jaxop
-    leaves, tree = jax.tree_util.tree_flatten(args, is_leaf=_is_tensor)
+    leaves, tree = _tree_flatten(args, is_leaf=_is_tensor)
     pos = [i for i, v in enumerate(leaves) if _is_tensor(v) or isinstance(v, jax.Array)]
     static = {i: v for i, v in enumerate(leaves) if i not in pos}
     key = ("traced-op", tree, tuple(static.items()),
@@ -330,7 +377,7 @@ def _traced_op(cache: dict, build: Callable, args: tuple) -> Any:
                                          [_spec(leaves[i], {}) for i in pos])
     op, out_tree = entry
     out = op(*[leaves[i] if _is_tensor(leaves[i]) else Tensor(leaves[i]) for i in pos])
-    return jax.tree_util.tree_unflatten(out_tree[0], list(out if isinstance(out, tuple)
+    return _tree_unflatten(out_tree[0], list(out if isinstance(out, tuple)
                                                           else (out,)))
 
 
@@ -343,8 +390,8 @@ def _program_op(jaxop: Callable, f: Callable, static: dict, tree: Any, n: int,
         it = iter(arrays)
         full = [static[i] if i in static else next(it) for i in range(n)]
         with _without_modes():
-            out = f(*jax.tree_util.tree_unflatten(tree, full))
-        leaves, struct = jax.tree_util.tree_flatten(out)
+            out = f(*_tree_unflatten(tree, full))
+        leaves, struct = _tree_flatten(out)
         out_tree[:] = [struct]
         return tuple(leaves)
     closed = jax.make_jaxpr(flat)(*specs)
@@ -371,7 +418,7 @@ def _records(tree: Any) -> bool:
     """Whether autograd records through these tensors (so the result must be differentiable)."""
     return is_grad_enabled() and any(
         _is_tensor(t) and t.requires_grad
-        for t in jax.tree_util.tree_leaves(tree, is_leaf=_is_tensor))
+        for t in _tree_leaves(tree, is_leaf=_is_tensor))
 
 
 def _vmap_by_samples(func: Callable, args: tuple, kwargs: dict, dims: Any, out_dims: Any,
@@ -386,7 +433,7 @@ def _vmap_by_samples(func: Callable, args: tuple, kwargs: dict, dims: Any, out_d
     outs: list = []
     base = None if randomness == "different" else _call_key({}, args, kwargs, randomness)
     for i in range(n):
-        sample = [a if d is None else jax.tree_util.tree_map(
+        sample = [a if d is None else _tree_map(
             lambda t, d=d: t.select(d, i) if _is_tensor(t) else t, a, is_leaf=_is_tensor)
             for a, d in zip(args, per_arg)]
         if base is None:
@@ -394,17 +441,17 @@ def _vmap_by_samples(func: Callable, args: tuple, kwargs: dict, dims: Any, out_d
             continue
         with _random_keys(randomness, base, None, [0]):  # the same keys for every sample
             outs.append(func(*sample, **kwargs))
-    leaves = [jax.tree_util.tree_leaves(o, is_leaf=_is_tensor) for o in outs]
+    leaves = [_tree_leaves(o, is_leaf=_is_tensor) for o in outs]
     tree = jax.tree_util.tree_structure(outs[0], is_leaf=_is_tensor)
     od = out_dims if isinstance(out_dims, (tuple, list)) else (out_dims,) * len(leaves[0])
     stacked = [acg.stack([ls[j] for ls in leaves], od[j]) for j in range(len(leaves[0]))]
-    return jax.tree_util.tree_unflatten(tree, stacked)
+    return _tree_unflatten(tree, stacked)
 
 
 def _batch_size(arg: Any, dim: Any) -> int | None:
     if dim is None:
         return None
-    ts = [t for t in jax.tree_util.tree_leaves(arg, is_leaf=_is_tensor) if _is_tensor(t)]
+    ts = [t for t in _tree_leaves(arg, is_leaf=_is_tensor) if _is_tensor(t)]
     return int(ts[0].shape[dim]) if ts else None  # an empty dict (no buffers) has no batch
 
 
