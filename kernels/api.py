@@ -36,7 +36,7 @@ from . import linalg as L
 from . import nn as N
 from . import reductions as R
 from . import shape as S
-from autograd_compile._dtype import of as dtype_of
+from autograd_compile._dtype import of as dtype_of, scalar_type_name
 from ._dtypes import (DEFAULT_INT, as_dtype, default_float, is_float, promote, result_type,
                       set_default_float)
 from ._defop import HOST_UNARY
@@ -383,6 +383,24 @@ erf, neg, abs, square, relu, sign = (_unary(getattr(E, n), n) for n in (
 floor, ceil, round, trunc, logical_not, bitwise_not = (_unary(getattr(E, n), n) for n in (
     "floor", "ceil", "round", "trunc", "logical_not", "bitwise_not"))
 isnan, isinf, isfinite = (_unary(getattr(E, n), n) for n in ("isnan", "isinf", "isfinite"))
+_round_half_even = round
+
+
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001  (PyTorch's name)
+    """Elementwise rounding, half to even; to ``decimals`` digits after the point
+    (negative: before it).
+
+    >>> import autograd_compile as acg
+    >>> acg.round(acg.tensor([1.2345, 2.5]), decimals=2).tolist(), acg.tensor([25.0]).round(
+    ...     decimals=-1).tolist()
+    ([1.2300000190734863, 2.5], [20.0])
+    """
+    if decimals == 0:
+        return _round_half_even(input)
+    if not is_float(input.dtype):
+        raise NotImplementedError(f"\"round_cpu\" not implemented for "
+                                  f"'{scalar_type_name(input.dtype)}'")
+    return E.round_decimals(input, decimals=decimals)
 negative = neg
 
 

@@ -69,6 +69,24 @@ floor = unary("floor", _keep_ints(jnp.floor), _zero_grad, save=(), floating=Fals
 ceil = unary("ceil", _keep_ints(jnp.ceil), _zero_grad, save=(), floating=False)
 round = unary("round", _keep_ints(jnp.round), _zero_grad, save=(), floating=False)
 trunc = unary("trunc", _keep_ints(jnp.trunc), _zero_grad, save=(), floating=False)
+
+
+def _round_decimals(x: Any, decimals: int) -> Any:
+    """PyTorch's rounding to ``decimals`` digits: half to even of x * 10**d, over 10**d
+    (a negative d divides first, so 10**-d stays an exact integer)."""
+    if not is_float(x.dtype):
+        return x
+    if decimals >= 0:
+        scale = 10.0 ** decimals
+        return jnp.round(x * scale) / scale
+    scale = 10.0 ** -decimals
+    return jnp.round(x / scale) * scale
+
+
+round_decimals = defop("round.decimals(Tensor self, *, int decimals) -> Tensor", _round_decimals,
+                       host=True, cost="stream", static=("decimals",),
+                       shape=lambda x, decimals: TensorMeta(tuple(x.shape), x.dtype),
+                       backward=lambda g, x, decimals, out: _zero_grad(g), save=())
 bitwise_not = unary("bitwise_not", jnp.invert, NONDIFF, floating=False)
 
 

@@ -266,7 +266,7 @@ def _check_targets(x: Any, t: Any, w: Any = None, reduction: str = "mean",
     if not t.size:
         return
     classes = x.shape[1 if x.ndim > 1 else 0]
-    error = lambda i: RuntimeError(f"Target {i} is out of bounds (classes: {classes}).")  # noqa: E731
+    error = lambda i: IndexError(f"Target {i} is out of bounds (classes: {classes}).")  # noqa: E731
     if isinstance(t, jax.core.Tracer):
         if runtime_checks.active():
             runtime_checks.enforce(*runtime_checks.first_bad(

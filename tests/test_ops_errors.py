@@ -209,7 +209,7 @@ ERROR_TYPES = {"index_add_count": IndexError, "index_add_bad_dim": IndexError,
                "index_copy_index_dtype": IndexError, "index_fill_index_ndim": IndexError,
                "index_add_out_of_range": IndexError, "index_fill_out_of_range": IndexError,
                "scatter_reduce_out_of_range": IndexError, "roll_bad_dim": IndexError,
-               "cumprod_bad_dim": IndexError}
+               "cumprod_bad_dim": IndexError, "cross_entropy_target_range": IndexError}
 EAGER_ONLY = ("index_tensor_bounds", "cross_entropy_target_range", "index_add_out_of_range",
               "index_fill_out_of_range", "scatter_reduce_out_of_range", "bincount_negative",
               "bincount_weights")  # need the values
