@@ -112,19 +112,29 @@ def _ln_rule(x: Any, shape: Any, w: Any = None, b: Any = None, eps: float = 1e-5
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
                                f"{name} of shape {list(p.shape)} and normalized_shape = "
                                f"{list(shape)}")
-        if p.dtype != x.dtype:
+        if p.dtype != x.dtype and not _mixed(x, p):
             raise RuntimeError(f"expected {name} to have the input's dtype {x.dtype.name}, "
                                f"got {p.dtype.name}")
     return TensorMeta(tuple(x.shape), x.dtype)
 
 
+_HALF = frozenset(map(np.dtype, (jnp.bfloat16, jnp.float16)))
+
+
+def _mixed(x: Any, p: Any) -> bool:
+    """PyTorch's mixed types of a norm: a half-precision input with float32 parameters
+    (a bf16 activation through a float32 model's norm layer); the result is the input's."""
+    return x.dtype in _HALF and p.dtype == FLOAT32
+
+
 def _layer_norm(x: Any, shape: Any, w: Any = None, b: Any = None, eps: float = 1e-5) -> Any:
     dims = _ln_dims(x, shape)
-    xf = x.astype(promote(x.dtype, FLOAT32))  # statistics in >= float32
+    ft = promote(x.dtype, FLOAT32)  # statistics and the affine in >= float32, one rounding
+    xf = x.astype(ft)
     xc = xf - jnp.mean(xf, dims, keepdims=True)
-    y = (xc * lax.rsqrt(jnp.mean(xc * xc, dims, keepdims=True) + eps)).astype(x.dtype)
-    y = y if w is None else y * w
-    return y if b is None else y + b
+    y = xc * lax.rsqrt(jnp.mean(xc * xc, dims, keepdims=True) + eps)
+    y = y if w is None else y * w.astype(ft)
+    return (y if b is None else y + b.astype(ft)).astype(x.dtype)
 
 
 def _layer_norm_host(x: Any, shape: Any, w: Any = None, b: Any = None, eps: float = 1e-5
@@ -166,14 +176,14 @@ def _ln_grad(g: Any, x: Any, shape: Any, w: Any = None, eps: float = 1e-5) -> tu
     gh = gf if w is None else gf * w.astype(ft)
     gx = rstd * (gh - jnp.mean(gh, dims, keepdims=True)
                  - xhat * jnp.mean(gh * xhat, dims, keepdims=True))
-    return (gx.astype(x.dtype), jnp.sum(gf * xhat, lead).astype(x.dtype),
-            jnp.sum(gf, lead).astype(x.dtype))
+    pt = x.dtype if w is None else w.dtype  # (mixed types: the parameters' own dtype)
+    return (gx.astype(x.dtype), jnp.sum(gf * xhat, lead).astype(pt), jnp.sum(gf, lead).astype(pt))
 
 
 def _ln_grad_rule(g: Any, x: Any, shape: Any, w: Any = None, eps: float = 1e-5) -> tuple:
     tail = tuple(x.shape[x.ndim - len(shape):])
-    return (TensorMeta(tuple(x.shape), x.dtype), TensorMeta(tail, x.dtype),
-            TensorMeta(tail, x.dtype))
+    pt = x.dtype if w is None else w.dtype
+    return (TensorMeta(tuple(x.shape), x.dtype), TensorMeta(tail, pt), TensorMeta(tail, pt))
 
 
 _LN_BACKWARD = ("layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, "
@@ -215,8 +225,8 @@ def _rms_norm(x: Any, shape: Any, w: Any = None, eps: float | None = None) -> An
     dims = _ln_dims(x, shape)
     xf = x.astype(promote(x.dtype, FLOAT32))  # statistics in >= float32
     ms = jnp.mean(jnp.square(xf), dims, keepdims=True)
-    y = (xf * lax.rsqrt(ms + _rms_eps(x, eps))).astype(x.dtype)
-    return y if w is None else y * w
+    y = xf * lax.rsqrt(ms + _rms_eps(x, eps))  # (the weight in >= float32: one rounding)
+    return (y if w is None else y * w.astype(xf.dtype)).astype(x.dtype)
 
 
 def _rms_norm_backward(g: Any, x: Any, shape: Any, w: Any, eps: float | None, out: Any) -> tuple:
@@ -227,7 +237,8 @@ def _rms_norm_backward(g: Any, x: Any, shape: Any, w: Any, eps: float | None, ou
     if not wants(x):
         return None, gw
     gh = g if w is None else g * w
-    return rstd * (gh - xhat * (gh * xhat).mean(dims, keepdim=True)), gw
+    gx = rstd * (gh - xhat * (gh * xhat).mean(dims, keepdim=True))
+    return (gx.to(x.dtype) if gx.dtype != x.dtype else gx), gw  # (mixed types: x's dtype)
 
 
 rms_norm = defop("rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, "
@@ -436,9 +447,10 @@ def _batch_norm(x: Any, w: Any, b: Any, rm: Any, rv: Any, training: bool, moment
         var = jnp.mean(jnp.square(xf - mean.reshape(c)), _bn_dims(x))
     else:
         mean, var = rm.astype(xf.dtype), rv.astype(xf.dtype)
-    y = ((xf - mean.reshape(c)) * jax.lax.rsqrt(var.reshape(c) + eps)).astype(x.dtype)
-    y = y if w is None else y * w.reshape(c)
-    return (y if b is None else y + b.reshape(c)), mean, var
+    y = (xf - mean.reshape(c)) * jax.lax.rsqrt(var.reshape(c) + eps)
+    y = y if w is None else y * w.reshape(c).astype(xf.dtype)  # the affine in >= float32 too:
+    y = y if b is None else y + b.reshape(c).astype(xf.dtype)  # one rounding to x's dtype
+    return y.astype(x.dtype), mean, var
 
 
 def _bn_backward(g: tuple, x: Any, w: Any, b: Any, rm: Any, rv: Any, training: bool,
@@ -461,7 +473,7 @@ def _bn_backward(g: tuple, x: Any, w: Any, b: Any, rm: Any, rv: Any, training: b
         gx = gh * rstd
     gw = reduce_grad((go * xhat).sum(dims), w) if wants(w) else None
     gb = reduce_grad(go.sum(dims), b) if wants(b) else None
-    return gx, gw, gb, None, None
+    return gx.to(x.dtype) if gx.dtype != x.dtype else gx, gw, gb, None, None
 
 
 batch_norm = defop("batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "

@@ -91,7 +91,51 @@ def test_other_ops_keep_their_types_and_ineligible_inputs_are_not_cast() -> None
         assert (ints * 2).dtype == np.dtype("int64")
         assert acg.cat([H, A[:, :1].expand(3, 5)]).dtype == F32  # promote: the widest
         assert acg.cat([H, H]).dtype == BF16
-        assert F.layer_norm(H, (5,), acg.ones(5), acg.zeros(5)).dtype == F32
+        # mixed types, as PyTorch's CPU kernels: float32 parameters, the input's dtype out
+        assert F.layer_norm(H, (5,), acg.ones(5), acg.zeros(5)).dtype == BF16
+
+
+NORMS = {"LayerNorm": lambda nn: nn.LayerNorm(6), "RMSNorm": lambda nn: nn.RMSNorm(6, eps=1e-6),
+         "BatchNorm2d": lambda nn: nn.BatchNorm2d(4), "BatchNorm2d-eval":
+         lambda nn: nn.BatchNorm2d(4).eval(), "GroupNorm": lambda nn: nn.GroupNorm(2, 4),
+         "InstanceNorm2d": lambda nn: nn.InstanceNorm2d(4, affine=True)}
+
+
+@pytest.mark.filterwarnings("ignore:Mismatch dtype between input and weight")  # torch's rms_norm
+@pytest.mark.parametrize("name", sorted(NORMS))
+@pytest.mark.parametrize("autocast", [False, True], ids=["bf16-input", "autocast"])
+def test_norm_layers_take_a_bf16_input_with_float32_parameters(mode, name, autocast):
+    """A bf16 activation through a float32 model's norm layer (after ``x.bfloat16()`` or
+    inside CPU autocast): the result is bfloat16, computed in float32 and rounded once,
+    the parameters' gradients float32, as PyTorch's mixed-type CPU kernels."""
+    x0 = np.random.default_rng(0).standard_normal((2, 4, 3, 6)).astype(np.float32)
+    layer = NORMS[name](acg.nn)
+    with acg.no_grad():
+        for p in layer.parameters():
+            p.copy_(acg.tensor(np.random.default_rng(1).uniform(0.5, 1.5, p.shape)))
+    x = acg.tensor(x0).to(acg.bfloat16).requires_grad_()
+    with acg.autocast("cpu", enabled=autocast):
+        y = layer(x)
+    assert y.dtype == acg.bfloat16
+    with mode():
+        y.float().square().sum().backward()
+    assert x.grad.dtype == acg.bfloat16
+    assert all(p.grad.dtype == acg.float32 for p in layer.parameters())
+    ref = NORMS[name](acg.nn)  # oracle: the same layer in float32 on the bf16 values
+    ref.load_state_dict(layer.state_dict())
+    xr = acg.tensor(x.detach().float().numpy(), requires_grad=True)
+    yr = ref(xr)
+    yr.bfloat16().float().square().sum().backward()
+    assert_close(y.float().detach(), yr.bfloat16().float().detach(), rtol=0, atol=0)
+    for p, q in zip(layer.parameters(), ref.parameters()):
+        assert_close(p.grad, q.grad, rtol=2e-2, atol=2e-2)
+    torch = pytest.importorskip("torch")
+    theirs = NORMS[name](torch.nn)
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in layer.state_dict().items()})
+    with torch.autocast("cpu", enabled=autocast):
+        yt = theirs(torch.tensor(x0).bfloat16())
+    assert yt.dtype == torch.bfloat16
+    assert_close(y.float().detach(), yt.float().detach(), rtol=1e-2, atol=1e-2)
 
 
 # -- CUDA's table, run on this machine by treating its tensors as "cuda" ---------------------

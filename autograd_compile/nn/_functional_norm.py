@@ -34,6 +34,12 @@ def _affine(y: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
     return y
 
 
+def _in_float32(x: Tensor) -> Tensor:
+    """A half-precision input computed in float32 (statistics and affine, then one rounding
+    back), as PyTorch's norm kernels; float32 parameters on a bf16 input are its mixed types."""
+    return x.float() if x.dtype in (A.bfloat16, A.float16) else x
+
+
 def _normalize(x: Tensor, dims: list[int], eps: float) -> tuple[Tensor, Tensor, Tensor]:
     """(x - mean) / sqrt(var + eps) over ``dims`` (biased variance); also mean and var."""
     mean = x.mean(dim=dims, keepdim=True)
@@ -61,9 +67,9 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     if n * c // num_groups * math.prod(input.shape[2:]) == 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input "
                          f"size {list(input.shape)}")
-    grouped = input.reshape(n, num_groups, -1)
-    y, _, _ = _normalize(grouped, [2], eps)
-    return _affine(y.reshape(input.shape), weight, bias)
+    x = _in_float32(input)
+    y, _, _ = _normalize(x.reshape(n, num_groups, -1), [2], eps)
+    return _affine(y.reshape(input.shape), weight, bias).to(input.dtype)
 
 
 def instance_norm(input: Tensor, running_mean: Tensor | None = None,
@@ -77,22 +83,23 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
     running statistics normalise.
     """
     spatial = list(range(2, input.dim()))
+    x = _in_float32(input)
     if not use_input_stats:
         shape = _channel_shape(input)
-        y = (input - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
-        return _affine(y, weight, bias)
+        y = (x - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
+        return _affine(y, weight, bias).to(input.dtype)
     count = math.prod(input.shape[2:])
     if count == 1:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                          f"{list(input.shape)}")
-    y, mean, var = _normalize(input, spatial, eps)
+    y, mean, var = _normalize(x, spatial, eps)
     if running_mean is not None and running_var is not None:
         with no_grad():  # as batch_norm: the running stats are not on the tape
             m = mean.detach().reshape(input.shape[0], input.shape[1]).mean(0)
             v = var.detach().reshape(input.shape[0], input.shape[1]).mean(0) * (count / (count - 1))
             running_mean.mul_(1 - momentum).add_(m.to(running_mean.dtype) * momentum)
             running_var.mul_(1 - momentum).add_(v.to(running_var.dtype) * momentum)
-    return _affine(y, weight, bias)
+    return _affine(y, weight, bias).to(input.dtype)
 
 
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
