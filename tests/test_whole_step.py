@@ -878,3 +878,62 @@ def test_new_sizes_under_fullgraph_compile_at_once() -> None:
         _assert_same(m1, o1, m2, o2, f"step {i} (length {n})")
     assert (counters["traces"], counters["eager_sizes"], counters["eager_runs"]) == (3, 0, 0), \
         dict(counters)
+
+
+class _Rebinds(nn.Module):
+    """An EMA statistic kept by rebinding a buffer and a parameter (a VQ-VAE codebook)
+    in forward, not written in place."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("count", acg.zeros(4))
+        self.ema = nn.Parameter(acg.ones(4, 4), requires_grad=False)
+
+    def forward(self, x: Any) -> Any:
+        self.count = self.count * 0.9 + x.detach().sum(0)
+        self.ema = nn.Parameter(self.ema * 0.9 + 0.1 * x.detach().t() @ x.detach(),
+                                requires_grad=False)
+        return self.lin(x) @ self.ema
+
+
+def _rebinding_run(compiled: bool, branch: bool = False) -> tuple:
+    acg.manual_seed(0)
+    m = _Rebinds()
+    opt = acg.optim.SGD(m.lin.parameters(), lr=0.1)
+
+    def step(x: Any) -> Any:
+        loss = m(x).pow(2).mean()
+        if branch and loss.item() > 1e9:  # data-dependent Python: the call runs eagerly
+            loss = loss * 0
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+    step = acg.compile(step) if compiled else step
+    count, ema = m.count, m.ema
+    losses = [float(step(acg.full((2, 4), 0.1 * (i + 1)))) for i in range(4)]
+    kept = (m.count is count, m.ema is ema)
+    return losses, m.count.numpy(), m.ema.detach().numpy(), m.lin.weight.detach().numpy(), kept
+
+
+def test_a_step_rebinding_a_buffer_and_a_parameter_is_one_program():
+    """``self.count = self.count * 0.9 + ...`` in forward: the new values are program
+    outputs written into the module's buffer and parameter after each call (the objects
+    kept, so the identity guards hold: one trace serves every call)."""
+    want = _rebinding_run(False)
+    counters.clear()
+    got = _rebinding_run(True)
+    for g, w in zip(got[:4], want[:4]):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=TOL)
+    assert got[4] == (True, True) and want[4] == (False, False)  # (eagerly: new objects)
+    assert counters["eager_runs"] == 0 and counters["traces"] == 1  # (SGD: no lazy state)
+
+
+def test_a_failed_trace_leaves_no_tracer_on_the_module():
+    """A step whose trace fails after it rebound a buffer (a ``.item()`` branch here) runs
+    eagerly with eager's values: the registries are put back before that."""
+    want = _rebinding_run(False, branch=True)
+    got = _rebinding_run(True, branch=True)
+    for g, w in zip(got[:4], want[:4]):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=TOL)

@@ -82,11 +82,13 @@ from typing import Any, Callable, Iterator
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..dispatch.keys import TLS
 from ..kernels._xp import _ARRAY
 from ..modes import DispatchMode
 from ..nn.modules import Module
+from ..nn.parameter import Parameter
 from ..optim.optimizer import Optimizer, _as_floats
 from ..optim._lr_base import LRScheduler
 from ..runtime_checks import collecting, raise_failed
@@ -498,8 +500,6 @@ class WholeStep:
             raise_failed(entry.checks(*jax.tree_util.tree_leaves(inputs)))
         outs = (compiled if first else jitted)(*inputs)
         res, datas, grads, states, lifted, stored, _ = outs
-        for (m, k), a in zip(meta["stored"], stored):  # what the step stored on a module
-            m.__dict__[k] = _make(a)
         for t, a, changed in zip(view.lifted, lifted, meta["lifted"]):
             if changed:
                 t._data = a
@@ -509,6 +509,8 @@ class WholeStep:
             t._store = a
         for t in itertools.compress(tensors, meta["mutated"]):
             t._version += 1
+        for (m, k, where), a in zip(meta["stored"], stored):  # what it stored on a module
+            _store_back(m, k, where, a)
         git = iter(grads)
         for t, has in zip(tensors, meta["grads"]):
             if not has:
@@ -754,7 +756,7 @@ def _body(fn: Callable, spec: tuple, view: _View, entry: _Entry, reads: list[Any
                 before=before, after=after, keys=draws[0])
             new_lifted = [t._data for t in view.lifted]
             entry.meta["lifted"] = [a is not d for a, d in zip(new_lifted, lifted)]
-            entry.meta["stored"] = [(m, k) for m, k, _ in stored]
+            entry.meta["stored"] = [(m, k, where) for m, k, where, _ in stored]
             entry.meta["checked"] = flags is not None
             entry.meta["flags"] = jax.tree_util.tree_structure(flags)  # with their values
             return (res, new_datas, new_grads, state_out, new_lifted,
@@ -779,6 +781,7 @@ def _swapped(view: _View, datas: list, grads: list, states: list, hypers: list,
         "opt": [(o, {p: dict(d) for p, d in o.state.items()}, [dict(g) for g in o.param_groups])
                 for o in opts],
         "mods": [(m, dict(m.__dict__)) for m in view.modules],
+        "regs": [(m, dict(m._parameters), dict(m._buffers)) for m in view.modules],
     }
     git = iter(grads)
     for t, d in zip(tensors, datas):
@@ -851,6 +854,28 @@ def _swapped(view: _View, datas: list, grads: list, states: list, hypers: list,
             o.state.update(st)
             for g, saved in zip(o.param_groups, groups):
                 g.update(saved)
+        _modules_restored(snap)  # (a failed trace too: no tracer stays on a module)
+
+
+def _modules_restored(snap: dict) -> None:
+    """Every module as before the trace: its parameter and buffer registries, and no
+    attribute left holding a traced tensor."""
+    for m, params, bufs in snap["regs"]:
+        for reg, before in ((m._parameters, params), (m._buffers, bufs)):
+            if len(reg) != len(before) or any(reg.get(k) is not v for k, v in before.items()):
+                reg.clear()
+                reg.update(before)
+    for m, before in snap["mods"]:
+        for k, v in list(m.__dict__.items()):
+            if before.get(k) is not v and _traced(v):
+                if k in before:
+                    m.__dict__[k] = before[k]
+                else:
+                    del m.__dict__[k]
+
+
+def _traced(v: Any) -> bool:
+    return isinstance(v, Tensor) and isinstance(v._data, jax.core.Tracer)
 
 
 def _compiled_forward(owner: Any, module: Module, name: str) -> Callable:
@@ -955,18 +980,39 @@ def _consts_seen(consts: list[tuple[Tensor, Any]], reads: list[Any]) -> None:
         raise _Lift(paths)
 
 
-def _stored(view: _View, snap: dict) -> list[tuple[Module, str, Tensor]]:
-    """Tensors the step stored on a module (llama2.c's ``self.last_loss = ...``): taken
-    off the module (they hold tracers) and returned, to become program outputs that are
-    stored there, as real tensors, after each call."""
+def _stored(view: _View, snap: dict) -> list[tuple[Module, str, str, Tensor]]:
+    """Tensors the step stored on a module: an attribute (llama2.c's ``self.last_loss =
+    ...``) or a parameter or buffer rebound (an EMA's ``self.count = self.count * 0.9 +
+    ...``). Each is returned as ``(module, name, "__dict__" / "_parameters" / "_buffers",
+    tensor)``, to become a program output stored there, as a real tensor, after each call
+    (:func:`_store_back`); the trace's values are taken off the module."""
     stored = []
     for m, before in snap["mods"]:
         for k, v in list(m.__dict__.items()):
-            if isinstance(v, Tensor) and isinstance(v._data, jax.core.Tracer) and \
-                    before.get(k) is not v:
-                if k in before:
-                    m.__dict__[k] = before[k]
-                else:
-                    del m.__dict__[k]
-                stored.append((m, k, v))
+            if _traced(v) and before.get(k) is not v:
+                stored.append((m, k, "__dict__", v))
+    for m, params, bufs in snap["regs"]:
+        for where, before in (("_parameters", params), ("_buffers", bufs)):
+            for k, v in getattr(m, where).items():
+                if _traced(v) and before.get(k) is not v:
+                    stored.append((m, k, where, v))
+    _modules_restored(snap)
     return stored
+
+
+def _store_back(m: Module, k: str, where: str, a: Any) -> None:
+    """A stored tensor's value after a call. A rebound parameter or buffer of the same
+    shape and dtype takes the value in place: the module keeps one object, so the guards
+    on its identity hold and the next call reuses the program (eagerly it would be a
+    new object each call; only a reference kept to the old one could tell)."""
+    if where == "__dict__":
+        m.__dict__[k] = _make(a)
+        return
+    reg = getattr(m, where)
+    old = reg.get(k)
+    if old is not None and tuple(old.shape) == tuple(a.shape) and \
+            np.dtype(old.dtype) == np.dtype(a.dtype):
+        old._store = a
+        old._version += 1
+    else:
+        reg[k] = Parameter(_make(a)) if where == "_parameters" else _make(a)
