@@ -937,3 +937,54 @@ def test_a_failed_trace_leaves_no_tracer_on_the_module():
     got = _rebinding_run(True, branch=True)
     for g, w in zip(got[:4], want[:4]):
         np.testing.assert_allclose(g, w, rtol=1e-6, atol=TOL)
+
+
+def test_a_float_argument_new_each_call_runs_eagerly_until_it_repeats():
+    """A mixup ``lam`` drawn every step: a float is a program constant, so a value seen
+    once runs as eager would (no trace, no compile: it used to retrace every call into the
+    cache limit); a value that comes back gets its program. Values equal eager's."""
+    def setup() -> tuple:
+        acg.manual_seed(0)
+        m = _mlp()
+        opt = acg.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x: Any, y: Any, lam: float) -> Any:
+            out = m(x)
+            loss = lam * nn.functional.cross_entropy(out, y) + \
+                (1 - lam) * nn.functional.cross_entropy(out, y.flip(0))
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+        return m, step
+    lams = [0.3, 0.7, 0.11, 0.42, 0.7, 0.7, 0.95]
+    data = _classes((6,))
+    (m1, eager), (m2, step) = setup(), setup()
+    step = acg.compile(step)
+    counters.clear()
+    for i, lam in enumerate(lams):
+        np.testing.assert_allclose(float(step(*data(i), lam)), float(eager(*data(i), lam)),
+                                   rtol=1e-6)
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), atol=TOL)
+    assert counters["traces"] == 2  # the first value, and 0.7 when it came back
+    assert counters["eager_sizes"] == 4  # 0.7 (first time), 0.11, 0.42, 0.95
+
+
+def test_a_compiled_module_with_a_new_float_each_call_runs_it_eagerly():
+    class Tempered(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x: Any, temp: float) -> Any:
+            return (self.lin(x) / temp).softmax(-1)
+    acg.manual_seed(0)
+    m = Tempered()
+    c = acg.compile(m)
+    x = acg.randn(3, 4)
+    counters.clear()
+    for temp in (1.0, 1.1, 1.2, 1.1, 1.1):
+        np.testing.assert_allclose(c(x, temp).detach().numpy(), m(x, temp).detach().numpy(),
+                                   rtol=1e-6)
+    assert counters["traces"] == 2 and counters["eager_floats"] == 2  # 1.0; 1.1 repeated

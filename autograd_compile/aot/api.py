@@ -24,7 +24,7 @@ from .partition import partition
 from .paths import paths_to, resolve
 from .program import Region, counters
 from .trace import NotTraceable, _describe, python_random_kept, trace_joint
-from .tree import flatten, flatten_call
+from .tree import flatten, flatten_call, floats_free
 from .wholestep import WholeStep, wants_whole_step
 
 log = config.get_logger("aot")
@@ -71,6 +71,7 @@ class CompiledFunction:
         self.dynamic, self.fullgraph = dynamic, fullgraph
         self._entries: list[_Entry] = []
         self._auto: set[int] = set()  # argument size positions seen to change: symbolic next
+        self._floats_seen: set[tuple] = set()  # guards new only in float values, run once
         self._warned: set[str] = set()
         roots = (lambda: [module]) if module is not None else \
             (lambda: [v for v in _referenced(fn) if isinstance(v, Module)])
@@ -164,6 +165,9 @@ class CompiledFunction:
             counters["retraces"] += 1
             if config.log_enabled("aot"):
                 log.debug("%s: retracing: %s", self.__qualname__, self._why(sig, sizes))
+        if self._new_floats(sig):
+            counters["eager_floats"] += 1
+            return None
         if len(self._entries) >= CACHE_SIZE_LIMIT:
             self._warn_once("limit", f"acg.compile: {self.__qualname__} hit the cache size limit "
                             f"({CACHE_SIZE_LIMIT} traces); running it eagerly for new guards. "
@@ -208,6 +212,25 @@ class CompiledFunction:
         entry = _Entry(sig, joint.sizes, region)
         entry.lifted = self._lift_paths(region)
         return entry
+
+    def _new_floats(self, sig: tuple) -> bool:
+        """Whether this call runs eagerly because only its float arguments' values are new
+        (a temperature, a loss weight): a float is a constant of the trace, and a trace per
+        value costs a compile each; a value seen once runs as eager would, and is traced
+        when it repeats. (``fullgraph=True`` traces at once.)"""
+        if self.fullgraph:
+            return False
+        loose = sig[:2] + (floats_free(sig[2]),) + sig[3:]
+        if not any(e.region is not None and e.sig != sig and
+                   e.sig[:2] + (floats_free(e.sig[2]),) + e.sig[3:] == loose
+                   for e in self._entries):
+            return False
+        if sig in self._floats_seen:
+            return False  # the second time: trace it
+        if len(self._floats_seen) >= 256:
+            self._floats_seen.clear()
+        self._floats_seen.add(sig)
+        return True
 
     def _mark_dynamic(self, sig: tuple, sizes: list[int]) -> None:
         """A size that differs from a trace of the same signature becomes symbolic at this

@@ -46,13 +46,16 @@ class Counters(dict):
     (program calls run op by op at a shape not worth compiling yet, see :class:`Tiered`),
     split_runs (training-step calls split at the backward by a Python hook, see
     :mod:`.split`), eager_sizes (training-step calls at input sizes seen for the first time
-    where other sizes have a program: run eagerly, compiled when they repeat),
+    where other sizes have a program: run eagerly, compiled when they repeat; float
+    arguments of new values too), eager_floats (calls of a compiled module or function whose
+    guard is new only in float argument values: run eagerly, traced when they repeat),
     donation_copies (arrays a training step would donate that something else also held,
     copied first: see :func:`.wholestep._owned`)."""
 
     def __init__(self) -> None:
         super().__init__(traces=0, compiles=0, cache_hits=0, retraces=0, eager_runs=0,
-                         eager_shapes=0, split_runs=0, eager_sizes=0, donation_copies=0)
+                         eager_shapes=0, split_runs=0, eager_sizes=0, eager_floats=0,
+                         donation_copies=0)
 
     def clear(self) -> None:
         for k in self:

@@ -52,6 +52,20 @@ def _spec(value: Any, leaves: list, keyed: bool) -> tuple:
     return _const(value, keyed)
 
 
+_FLOAT = ("C", ("float",))
+
+
+def floats_free(spec: Any) -> Any:
+    """``spec`` with every Python float constant made one placeholder: two calls whose
+    arguments differ only in float values (a mixup ``lam``, SAC's ``alpha``, a temperature)
+    have equal ``floats_free`` specs."""
+    if type(spec) is not tuple or not spec:
+        return spec
+    if spec[0] == "C":
+        return _FLOAT if type(spec[1]) is float else spec
+    return tuple(floats_free(s) for s in spec)
+
+
 def unflatten(spec: tuple, leaves: Iterator[Any]) -> Any:
     """Rebuild the value of ``spec`` taking tensors from ``leaves`` in order."""
     kind = spec[0]

@@ -98,7 +98,7 @@ from .paths import Path, paths_to, resolve
 from .program import counters
 from .split import Routers, hook_dicts, hook_token, impure_hook, run_split
 from .trace import NotTraceable, _describe, python_random_kept
-from .tree import flatten, flatten_call, unflatten
+from .tree import flatten, flatten_call, floats_free, unflatten
 
 _TRACING = threading.local()
 
@@ -378,10 +378,12 @@ class WholeStep:
         return self(args, kwargs)
 
     def _new_sizes(self, sig: tuple) -> bool:
-        """Whether this call runs eagerly because only its inputs' sizes are new: XLA
-        compiles one program per shape (seconds), so a size seen once (the padded length of
-        one batch, the last smaller batch) runs as eager would, and gets its program when it
-        repeats; a step whose sizes never change compiles at its first call as before."""
+        """Whether this call runs eagerly because only its inputs' sizes or its float
+        arguments' values are new: XLA compiles one program per shape (seconds), and a float
+        argument is a constant of the program, so a size or value seen once (the padded
+        length of one batch, the last smaller batch, a mixup ``lam`` drawn each step) runs as
+        eager would, and gets its program when it repeats; a step whose sizes and floats
+        never change compiles at its first call as before."""
         if not self.entries or self.owner.fullgraph:
             return False
         loose = _sizes_free(sig)
@@ -615,11 +617,11 @@ _SIZES_REMEMBERED = 4096  # guards seen once at new sizes (forgotten all at once
 
 
 def _sizes_free(sig: tuple) -> tuple:
-    """A step's guard without the sizes of its inputs (arguments and lifted tensors): the
-    dtypes, ranks and requires_grad stay."""
+    """A step's guard without the sizes of its inputs (arguments and lifted tensors) and the
+    values of its float arguments: the dtypes, ranks and requires_grad stay."""
     def loose(metas: tuple) -> tuple:
         return tuple([((len(shape), dtype), rg) for (shape, dtype), rg in metas])
-    return sig[:3] + (loose(sig[3]), sig[4], loose(sig[5])) + sig[6:]
+    return sig[:2] + (floats_free(sig[2]), loose(sig[3]), sig[4], loose(sig[5])) + sig[6:]
 
 
 def _meta(a: Any) -> tuple:
