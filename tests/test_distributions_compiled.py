@@ -237,3 +237,31 @@ def test_a_training_step_that_builds_a_distribution_is_one_program():
     assert str(got.value).split(" but found")[0] == str(want.value).split(" but found")[0]
     np.testing.assert_array_equal(mu2.detach().numpy(), before)
     assert acg.aot.counters["eager_runs"] == 0
+
+
+def test_a_compiled_actor_returning_a_distribution_gives_eager_values(mode, caplog):
+    """PPO/SAC actors return ``Normal(mean, std)`` from forward: the object would hold the
+    trace's tensors, so the region runs eagerly (one log line) with eager's values."""
+    class Actor(acg.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mean = acg.nn.Linear(3, 2)
+            self.logstd = acg.nn.Parameter(acg.zeros(1, 2))
+
+        def forward(self, x):
+            m = self.mean(x)
+            return acg.distributions.Normal(m, self.logstd.expand_as(m).exp())
+    results = []
+    for compiled in (False, True):
+        acg.manual_seed(0)
+        a = Actor()
+        net = acg.compile(a) if compiled else a
+        with mode():
+            d = net(acg.ones(4, 3))
+            loss = -d.log_prob(acg.zeros(4, 2)).sum()
+            loss.backward()
+        assert tuple(d.batch_shape) == (4, 2) and type(d.batch_shape[0]) is int
+        results.append((float(loss), a.logstd.grad.numpy().copy()))
+    assert results[0][0] == pytest.approx(results[1][0], rel=1e-6)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-6)
+    assert "returns a Normal object holding traced tensors" in caplog.text

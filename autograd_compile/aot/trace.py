@@ -266,6 +266,31 @@ def _check_outputs(spec: tuple, tracer: ProxyTracer, outs: list[Tensor]) -> None
     for o in outs:
         if o not in tracer.tensor_proxies:
             raise NotTraceable("the region returns a tensor the trace did not produce")
+    held = _object_holding_traced(spec)
+    if held is not None:  # its tensors would be the trace's fakes after the call
+        raise NotTraceable(f"the region returns a {type(held).__name__} object holding traced "
+                           "tensors (return its tensors, or build it outside)")
+
+
+def _object_holding_traced(spec: tuple) -> Any:
+    """A returned object (a ``distributions.Normal``...) whose attributes hold fake tensors
+    or symbolic sizes, or None."""
+    if spec[0] == "C":
+        attrs = getattr(spec[1], "__dict__", None)
+        if isinstance(attrs, dict) and not isinstance(spec[1], type) and any(
+                isinstance(v, FakeTensor) or _has_symbolic(("C", v)) or
+                (isinstance(v, tuple) and any(is_symbolic(x) for x in v))
+                for v in attrs.values()):
+            return spec[1]
+        return None
+    if spec[0] == "T":
+        return None
+    keyed = spec[0] in ("dict", "namedtuple")
+    for s in (spec[2] if keyed else spec[1]):
+        held = _object_holding_traced(s)
+        if held is not None:
+            return held
+    return None
 
 
 def _has_symbolic(spec: tuple) -> bool:
