@@ -69,3 +69,40 @@ def test_captured_tensor_runs_eagerly_and_stays_current() -> None:
                      atol=1e-12)
         w.mul_(2.0)
     assert counters["eager_runs"] > before
+
+
+def test_ensemble_step_over_a_meta_base_model_compiles():
+    """torch.func's ensembling recipe: ``base = copy.deepcopy(models[0]).to("meta")`` and
+    ``vmap(functional_call(base, ...))`` over stacked parameters, in a compiled training
+    step: the meta module holds no state of the program (it crashed reading its data)."""
+    import copy
+
+    from autograd_compile.aot import counters
+
+    def run(compiled: bool) -> list[float]:
+        models = [acg.nn.Linear(4, 3) for _ in range(2)]
+        with acg.no_grad():
+            for i, m in enumerate(models):
+                m.weight.fill_(0.1 * (i + 1))
+                m.bias.zero_()
+        params, buffers = acg.func.stack_module_state(models)
+        params = {k: v.detach().clone().requires_grad_() for k, v in params.items()}
+        base = copy.deepcopy(models[0]).to("meta")
+        opt = acg.optim.SGD(list(params.values()), lr=0.1)
+        x = acg.ones(5, 4)
+
+        def step():
+            out = acg.func.vmap(lambda p, b, x: acg.func.functional_call(base, (p, b), (x,)),
+                                in_dims=(0, 0, None))(params, buffers, x)
+            loss = out.pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+        step = acg.compile(step) if compiled else step
+        return [float(step()) for _ in range(3)]
+    want = run(False)
+    counters.clear()
+    np.testing.assert_allclose(run(True), want, rtol=1e-6)
+    np.testing.assert_allclose(want, [0.4, 0.277778, 0.192901], rtol=1e-5)  # torch 2.13's
+    assert counters["eager_runs"] == 0

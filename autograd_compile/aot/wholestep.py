@@ -93,6 +93,7 @@ from ..optim.optimizer import Optimizer, _as_floats
 from ..optim._lr_base import LRScheduler
 from ..runtime_checks import collecting, raise_failed
 from ..tensor import Tensor, _make
+from ..tracing.fake import MetaTensor
 from .deferred import DeferredItem
 from .paths import Path, paths_to, resolve
 from .program import counters
@@ -185,7 +186,9 @@ class _View:
         self.hook_dicts = hook_dicts(modules)
         # DistributedDataParallel wrappers among them (found once: the step's hot path)
         self.ddps = [m for m in modules if hasattr(m, "spmd") and hasattr(m, "_to_mesh")]
-        tensors = list(module_tensors)
+        # (a module on the "meta" device holds shapes only, torch.func's ensembling base:
+        # no state of the program, functional_call gives it its tensors)
+        tensors = [t for t in module_tensors if not isinstance(t, MetaTensor)]
         seen = {id(t) for t in tensors}
         for o in opts:
             for g in o.param_groups:
