@@ -91,3 +91,6 @@ _install_tail_b(Tensor)
 from .kernels.api_tail_c import *  # noqa: E402,F401,F403
 from .kernels.api_tail_c import install_tail_c_methods as _install_tail_c  # noqa: E402
 _install_tail_c(Tensor)
+# -- torch._foreach_*: an op over lists of tensors (after every op above exists)
+from . import _foreach  # noqa: E402
+_foreach.install(globals())
