@@ -137,3 +137,22 @@ def test_docstring_examples_run():
     import doctest
     result = doctest.testmod(swa_utils)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_ema_of_an_integer_buffer_truncates_as_torch():
+    """``AveragedModel(use_buffers=True, multi_avg_fn=get_ema_multi_avg_fn(0.9))`` over a
+    BatchNorm: the integer ``num_batches_tracked`` is averaged in its own dtype group as
+    ``ema * decay + current * (1 - decay)``, truncated (reference: that recurrence in numpy)."""
+    from autograd_compile.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+    m = acg.nn.BatchNorm1d(3)
+    ema = AveragedModel(m, multi_avg_fn=get_ema_multi_avg_fn(0.9), use_buffers=True)
+    want, counts = None, []
+    for step in range(40):
+        m(acg.randn(4, 3))
+        ema.update_parameters(m)
+        c = step + 1
+        want = c if want is None else int(np.float32(want) * np.float32(0.9) +
+                                          np.float32(c) * np.float32(1 - 0.9))
+        counts.append(int(ema.module.num_batches_tracked))
+        assert counts[-1] == want, (step, counts)
+    assert counts[14:16] == [6, 6]  # torch 2.13 too (a full-float lerp gave 6, 7)

@@ -44,11 +44,17 @@ def get_swa_avg_fn() -> Callable[[Any, Any, Any], Any]:
 
 
 def get_ema_multi_avg_fn(decay: float = 0.999) -> Callable[[list, list, Any], None]:
-    """In place over lists: ``ema <- lerp(ema, current, 1 - decay)``."""
+    """In place over lists of one dtype: ``ema <- lerp(ema, current, 1 - decay)``; integer
+    tensors (BatchNorm's ``num_batches_tracked``) ``ema * decay + current * (1 - decay)``,
+    truncated, as PyTorch's."""
     def ema_update(ema_params: list, current_params: list, num_averaged: Any) -> None:
         with no_grad():
-            for e, c in zip(ema_params, current_params):
-                e.copy_(e + (1 - decay) * (c - e))
+            if ema_params[0].is_floating_point() or ema_params[0].is_complex():
+                for e, c in zip(ema_params, current_params):
+                    e.copy_(e + (1 - decay) * (c - e))
+            else:
+                for e, c in zip(ema_params, current_params):
+                    e.copy_(e * decay + c * (1 - decay))
     return ema_update
 
 
@@ -100,8 +106,14 @@ class AveragedModel(Module):
             if n == 0:
                 for a, c in zip(averaged, current):
                     a.copy_(c)
-            elif self.multi_avg_fn is not None:
-                self.multi_avg_fn(averaged, current, self.n_averaged)
+            elif self.multi_avg_fn is not None:  # per dtype, as PyTorch groups them
+                groups: dict[Any, tuple[list, list]] = {}
+                for a, c in zip(averaged, current):
+                    group = groups.setdefault(a.dtype, ([], []))
+                    group[0].append(a)
+                    group[1].append(c)
+                for a_list, c_list in groups.values():
+                    self.multi_avg_fn(a_list, c_list, self.n_averaged)
             else:
                 avg_fn = self.avg_fn if self.avg_fn is not None else get_swa_avg_fn()
                 for a, c in zip(averaged, current):
