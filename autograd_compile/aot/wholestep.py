@@ -76,6 +76,7 @@ import itertools
 import operator
 import sys
 import threading
+import traceback
 import types
 import warnings
 from typing import Any, Callable, Iterator
@@ -84,6 +85,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..amp.grad_scaler import GradScaler
 from ..dispatch.keys import TLS
 from ..kernels._xp import _ARRAY
 from ..modes import DispatchMode
@@ -98,7 +100,7 @@ from .deferred import DeferredItem
 from .paths import Path, paths_to, resolve
 from .program import counters
 from .split import Routers, hook_dicts, hook_token, impure_hook, run_split
-from .trace import NotTraceable, _describe, python_random_kept
+from .trace import NotTraceable, _describe, _ours, python_random_kept
 from .tree import flatten, flatten_call, floats_free, unflatten
 
 _TRACING = threading.local()
@@ -832,8 +834,15 @@ def _swapped(view: _View, datas: list, grads: list, states: list, hypers: list,
         h = hyper_of[id(self)][index]
         return {n: tuple(v) if isinstance(v, list) else v for n, v in h.items()}
 
-    orig_item = Tensor.item
+    def scale(self: GradScaler, outputs: Any) -> Any:
+        if self._enabled:  # its inf/NaN check decides in Python whether opt.step() runs
+            raise NotTraceable("a GradScaler skips or takes the optimizer step by the "
+                               f"gradients' values (data-dependent Python){_user_line()}")
+        return orig_scale(self, outputs)
+
+    orig_item, orig_scale = Tensor.item, GradScaler.scale
     Tensor.item = item  # type: ignore[method-assign]
+    GradScaler.scale = scale  # type: ignore[method-assign]
     Optimizer.step = opt_step  # type: ignore[method-assign]
     LRScheduler.step = sched_step  # type: ignore[method-assign]
     krandom.Generator.next_key = next_key  # type: ignore[method-assign]
@@ -847,6 +856,7 @@ def _swapped(view: _View, datas: list, grads: list, states: list, hypers: list,
         Optimizer.step, LRScheduler.step = orig_step, orig_sched  # type: ignore[method-assign]
         krandom.Generator.next_key = orig_key  # type: ignore[method-assign]
         Tensor.item = orig_item  # type: ignore[method-assign]
+        GradScaler.scale = orig_scale  # type: ignore[method-assign]
         for t, d, g, ver, acc, fn in snap["t"]:
             t._data, t._grad, t._version, t._acc_ref, t.grad_fn = d, g, ver, acc, fn
         for g, d in snap["g"]:
@@ -860,6 +870,15 @@ def _swapped(view: _View, datas: list, grads: list, states: list, hypers: list,
             for g, saved in zip(o.param_groups, groups):
                 g.update(saved)
         _modules_restored(snap)  # (a failed trace too: no tracer stays on a module)
+
+
+def _user_line() -> str:
+    """`` (at file:line: source)`` of the innermost frame outside the package."""
+    ours = _ours()
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith(ours) and not frame.filename.startswith("<"):
+            return f" (at {frame.filename}:{frame.lineno}: {frame.line})"
+    return ""
 
 
 def _modules_restored(snap: dict) -> None:
