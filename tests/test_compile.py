@@ -394,7 +394,12 @@ def test_optimized_module_state_dict_and_deepcopy_as_torch() -> None:
     """Keys as torch.compile's (``_orig_mod.``): each side loads the other's checkpoint;
     a deepcopy (an EMA model) is an independent compiled copy."""
     torch = pytest.importorskip("torch")
-    model, theirs = MLP(), torch.compile(torch.nn.Linear(4, 3), backend="eager")
+    validating = torch.distributions.Distribution._validate_args
+    try:  # (torch.compile turns torch's distribution validation off for the whole process)
+        theirs = torch.compile(torch.nn.Linear(4, 3), backend="eager")
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(validating)
+    model = MLP()
     compiled = acg.compile(model)
     assert list(compiled.state_dict()) == ["_orig_mod." + k for k in model.state_dict()]
     lin = acg.compile(nn.Linear(4, 3))
