@@ -6,7 +6,9 @@ cut only where Python must run: opaque hooks (``call_*_hook`` nodes). Each
 stretch between them is one ``jax.jit`` program with the sizes static; with no
 opaque hook the whole backward is a single program. ``.grad`` writes are
 deferred to the next cut (or the end): nothing observable runs in between, so
-eager semantics hold while the programs stay whole.
+eager semantics hold while the programs stay whole. A stretch called at sizes it has
+no program for runs its nodes op by op on the host tier until those sizes have cost a
+compile (``ops.Tiered``): a loop over new sequence lengths does not compile at each one.
 
 >>> import autograd_compile as acg
 >>> w = acg.ones(3, requires_grad=True)
