@@ -990,3 +990,20 @@ def test_a_compiled_module_with_a_new_float_each_call_runs_it_eagerly():
         np.testing.assert_allclose(c(x, temp).detach().numpy(), m(x, temp).detach().numpy(),
                                    rtol=1e-6)
     assert counters["traces"] == 2 and counters["eager_floats"] == 2  # 1.0; 1.1 repeated
+
+
+def test_tolist_in_a_step_runs_it_eagerly_naming_tolist(caplog: pytest.LogCaptureFixture
+                                                         ) -> None:
+    """``preds.tolist()`` (a metric) reads values into Python: the call runs eagerly, exact,
+    logged once naming tolist() and the line (it logged JAX's tracer error text)."""
+    def make_step(m: nn.Module, opt: Any) -> Callable:
+        def step(x, y):
+            out = m(x)
+            nn.functional.cross_entropy(out, y).backward()
+            opt.step()
+            opt.zero_grad()
+            return out.argmax(1).tolist()
+        return step
+    msgs = _falls_back(make_step, caplog)
+    assert len(msgs) == 1 and "tolist() reads a tensor's values into Python" in msgs[0], msgs
+    assert "return out.argmax(1).tolist()" in msgs[0], msgs

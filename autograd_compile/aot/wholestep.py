@@ -834,14 +834,21 @@ def _swapped(view: _View, datas: list, grads: list, states: list, hypers: list,
         h = hyper_of[id(self)][index]
         return {n: tuple(v) if isinstance(v, list) else v for n, v in h.items()}
 
+    def tolist(self: Tensor) -> Any:
+        if isinstance(self._data, jax.core.Tracer):  # Python numbers of traced values
+            raise NotTraceable(f"tolist() reads a tensor's values into Python (data-dependent "
+                               f"Python){_user_line()}")
+        return orig_tolist(self)
+
     def scale(self: GradScaler, outputs: Any) -> Any:
         if self._enabled:  # its inf/NaN check decides in Python whether opt.step() runs
             raise NotTraceable("a GradScaler skips or takes the optimizer step by the "
                                f"gradients' values (data-dependent Python){_user_line()}")
         return orig_scale(self, outputs)
 
-    orig_item, orig_scale = Tensor.item, GradScaler.scale
+    orig_item, orig_scale, orig_tolist = Tensor.item, GradScaler.scale, Tensor.tolist
     Tensor.item = item  # type: ignore[method-assign]
+    Tensor.tolist = tolist  # type: ignore[method-assign]
     GradScaler.scale = scale  # type: ignore[method-assign]
     Optimizer.step = opt_step  # type: ignore[method-assign]
     LRScheduler.step = sched_step  # type: ignore[method-assign]
@@ -856,6 +863,7 @@ def _swapped(view: _View, datas: list, grads: list, states: list, hypers: list,
         Optimizer.step, LRScheduler.step = orig_step, orig_sched  # type: ignore[method-assign]
         krandom.Generator.next_key = orig_key  # type: ignore[method-assign]
         Tensor.item = orig_item  # type: ignore[method-assign]
+        Tensor.tolist = orig_tolist  # type: ignore[method-assign]
         GradScaler.scale = orig_scale  # type: ignore[method-assign]
         for t, d, g, ver, acc, fn in snap["t"]:
             t._data, t._grad, t._version, t._acc_ref, t.grad_fn = d, g, ver, acc, fn
