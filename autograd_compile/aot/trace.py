@@ -406,12 +406,17 @@ def _pkg_dir(name: str) -> str:
 def _describe(e: Exception) -> str:
     """The error and the user's line that raised it (the innermost frame outside our
     package, jax and generated graph code)."""
-    where, ours = "", _ours()
-    for frame in reversed(traceback.extract_tb(e.__traceback__)):
+    return f"{type(e).__name__}: {_message(e)}{user_line(traceback.extract_tb(e.__traceback__))}"
+
+
+def user_line(frames: list) -> str:
+    """`` (at file:line: source)`` of the innermost of ``frames`` outside our package, jax
+    and generated graph code; empty when there is none."""
+    ours = _ours()
+    for frame in reversed(frames):
         if not frame.filename.startswith(ours) and not frame.filename.startswith("<"):
-            where = f" (at {frame.filename}:{frame.lineno}: {frame.line})"
-            break
-    return f"{type(e).__name__}: {_message(e)}{where}"
+            return f" (at {frame.filename}:{frame.lineno}: {frame.line})"
+    return ""
 
 
 def _message(e: BaseException) -> str:

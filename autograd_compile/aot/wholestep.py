@@ -100,7 +100,7 @@ from .deferred import DeferredItem
 from .paths import Path, paths_to, resolve
 from .program import counters
 from .split import Routers, hook_dicts, hook_token, impure_hook, run_split
-from .trace import NotTraceable, _describe, _ours, python_random_kept
+from .trace import NotTraceable, _describe, python_random_kept, user_line
 from .tree import flatten, flatten_call, floats_free, unflatten
 
 _TRACING = threading.local()
@@ -837,13 +837,14 @@ def _swapped(view: _View, datas: list, grads: list, states: list, hypers: list,
     def tolist(self: Tensor) -> Any:
         if isinstance(self._data, jax.core.Tracer):  # Python numbers of traced values
             raise NotTraceable(f"tolist() reads a tensor's values into Python (data-dependent "
-                               f"Python){_user_line()}")
+                               f"Python){user_line(traceback.extract_stack())}")
         return orig_tolist(self)
 
     def scale(self: GradScaler, outputs: Any) -> Any:
         if self._enabled:  # its inf/NaN check decides in Python whether opt.step() runs
-            raise NotTraceable("a GradScaler skips or takes the optimizer step by the "
-                               f"gradients' values (data-dependent Python){_user_line()}")
+            raise NotTraceable("a GradScaler skips or takes the optimizer step by the gradients' "
+                               f"values (data-dependent Python)"
+                               f"{user_line(traceback.extract_stack())}")
         return orig_scale(self, outputs)
 
     orig_item, orig_scale, orig_tolist = Tensor.item, GradScaler.scale, Tensor.tolist
@@ -878,15 +879,6 @@ def _swapped(view: _View, datas: list, grads: list, states: list, hypers: list,
             for g, saved in zip(o.param_groups, groups):
                 g.update(saved)
         _modules_restored(snap)  # (a failed trace too: no tracer stays on a module)
-
-
-def _user_line() -> str:
-    """`` (at file:line: source)`` of the innermost frame outside the package."""
-    ours = _ours()
-    for frame in reversed(traceback.extract_stack()):
-        if not frame.filename.startswith(ours) and not frame.filename.startswith("<"):
-            return f" (at {frame.filename}:{frame.lineno}: {frame.line})"
-    return ""
 
 
 def _modules_restored(snap: dict) -> None:
@@ -1017,7 +1009,7 @@ def _stored(view: _View, snap: dict) -> list[tuple[Module, str, str, Tensor]]:
     ...``) or a parameter or buffer rebound (an EMA's ``self.count = self.count * 0.9 +
     ...``). Each is returned as ``(module, name, "__dict__" / "_parameters" / "_buffers",
     tensor)``, to become a program output stored there, as a real tensor, after each call
-    (:func:`_store_back`); the trace's values are taken off the module."""
+    (:func:`_store_back`); :func:`_swapped` takes the trace's values off the module."""
     stored = []
     for m, before in snap["mods"]:
         for k, v in list(m.__dict__.items()):
@@ -1028,7 +1020,6 @@ def _stored(view: _View, snap: dict) -> list[tuple[Module, str, str, Tensor]]:
             for k, v in getattr(m, where).items():
                 if _traced(v) and before.get(k) is not v:
                     stored.append((m, k, where, v))
-    _modules_restored(snap)
     return stored
 
 
