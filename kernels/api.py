@@ -152,8 +152,6 @@ def _array(data: Any, dtype: Any) -> Any:
     if dtype is None and type(data) in (list, tuple) and data and \
             not _holds_only_python_numbers(data):
         dtype = _sequence_dtype(data)  # ([np.float64(1.5)], [f64 array, ...]: float64)
-        data = [np.asarray(e) if isinstance(e, (Tensor, jax.Array)) else e for e in data] \
-            if builtins.any(isinstance(e, (Tensor, jax.Array)) for e in data) else data
     a = np.asarray(data)
     if not isinstance(data, (np.ndarray, np.generic)):
         dtype = dtype if dtype is not None else _plain_dtype(a)
