@@ -4,7 +4,7 @@
 >>> isinstance(acg.float32, acg.dtype), isinstance(acg.zeros(2).dtype, acg.dtype)
 (True, True)
 >>> acg.FloatTensor(2, 3).shape, acg.LongTensor([1, 2]).dtype
-((2, 3), torch.int64)
+(acg.Size([2, 3]), torch.int64)
 >>> isinstance(acg.zeros(2), acg.FloatTensor), isinstance(acg.zeros(2), acg.LongTensor)
 (True, False)
 """

@@ -9,17 +9,49 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 
 
 class Size(tuple):
-    """A shape: a tuple of ints (``torch.Size``), equal to the plain tuple."""
+    """A shape: a tuple of ints (``torch.Size``), equal to and hashed as the plain tuple.
+
+    ``Tensor.shape`` and ``Tensor.size()`` return one; as in PyTorch, slicing, ``+`` and
+    ``*`` keep the type (``x.shape[1:].numel()``), and an op given one reads a tuple.
+
+    >>> s = acg.zeros(2, 3, 4).shape
+    >>> s, s[1:].numel(), (1,) + s
+    (acg.Size([2, 3, 4]), 12, acg.Size([1, 2, 3, 4]))
+    """
+
+    __slots__ = ()
 
     def numel(self) -> int:
         return math.prod(self)
 
+    def __getitem__(self, index: Any) -> Any:
+        got = tuple.__getitem__(self, index)
+        return Size(got) if type(index) is slice else got
+
+    def __add__(self, other: Any) -> Any:
+        got = tuple.__add__(self, other)
+        return got if got is NotImplemented else Size(got)
+
+    def __radd__(self, other: Any) -> Any:
+        return Size(tuple(other) + tuple(self)) if isinstance(other, tuple) else NotImplemented
+
+    def __mul__(self, n: Any) -> Any:
+        got = tuple.__mul__(self, n)
+        return got if got is NotImplemented else Size(got)
+
+    __rmul__ = __mul__
+
     def __repr__(self) -> str:
         return f"acg.Size({list(self)})"
+
+
+# JAX flattens a Size as the tuple it is (an unregistered tuple subclass would be a leaf)
+jax.tree_util.register_pytree_node(Size, lambda s: (tuple(s), None), lambda _, c: Size(c))
 
 
 class finfo:  # noqa: N801  (PyTorch's name)

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import journal
 from ._dtype import of as _dtype_of
+from ._types import Size
 from .dispatch import dispatcher as _dispatcher
 from .dispatch.keys import INFERENCE_OPEN, TLS, DispatchKey
 
@@ -290,7 +291,13 @@ class Tensor:
 
     # -- conversion --------------------------------------------------------------------
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> Size:
+        """The sizes, an ``acg.Size`` (a tuple, as ``torch.Size``)."""
+        return Size(self._store.shape)
+
+    @property
+    def _sizes(self) -> tuple:
+        """The sizes as the plain tuple: what the library's own hot paths read (no Size)."""
         return self._store.shape
 
     @property
@@ -312,23 +319,24 @@ class Tensor:
 
     @property
     def ndim(self) -> int:
-        return len(self.shape)
+        return len(self._sizes)
 
     def size(self, dim: int | None = None) -> Any:
         """The shape, or one dimension's size (``dim`` out of range: IndexError, as in PyTorch)."""
         if dim is None:
             return self.shape
-        if not self.shape:
+        sizes = self._sizes
+        if not sizes:
             raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         from .kernels._shapes import wrap_dim
-        return self.shape[wrap_dim(dim, len(self.shape))]
+        return sizes[wrap_dim(dim, len(sizes))]
 
     def dim(self) -> int:
-        return len(self.shape)
+        return len(self._sizes)
 
     def numel(self) -> int:
         n = 1
-        for s in self.shape:
+        for s in self._sizes:
             n = n * s
         return n
 

@@ -10,7 +10,7 @@ program; this package does the same for the *forward*, the analog of
 >>> loss = cmodel(acg.ones(16, 4)).tanh().sum()
 >>> loss.backward()
 >>> model.weight.grad.shape, acg.aot.counters["traces"] >= 1
-((3, 4), True)
+(acg.Size([3, 4]), True)
 
 1. **Guards** (:mod:`.guards`, :mod:`.api`). Each call computes a signature
    (grad mode, every submodule's ``training``, argument structure and constants,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Iterator
 
+from .._types import Size
 from ..tensor import Tensor
 
 TENSOR = ("T",)
@@ -43,7 +44,7 @@ def _spec(value: Any, leaves: list, keyed: bool) -> tuple:
         leaves.append(value)
         return TENSOR
     kind = type(value)
-    if kind in (tuple, list):
+    if kind in (tuple, list, Size):  # (a Size: a shape, rebuilt as one)
         return (kind.__name__, tuple(_spec(v, leaves, keyed) for v in value))
     if kind is dict:
         return ("dict", tuple(value), tuple(_spec(v, leaves, keyed) for v in value.values()))
@@ -78,7 +79,7 @@ def unflatten(spec: tuple, leaves: Iterator[Any]) -> Any:
     if kind == "namedtuple":
         return spec[1](*(unflatten(s, leaves) for s in spec[2]))
     items = [unflatten(s, leaves) for s in spec[1]]
-    return tuple(items) if kind == "tuple" else items
+    return tuple(items) if kind == "tuple" else Size(items) if kind == "Size" else items
 
 
 

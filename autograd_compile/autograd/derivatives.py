@@ -196,7 +196,7 @@ def _arg_kind(value: Any, is_tensor_arg: bool) -> str:
 
 
 def _meta(t: Tensor) -> TensorMeta:
-    return TensorMeta(tuple(t.shape), t.dtype)
+    return TensorMeta(t._sizes, t.dtype)
 
 
 def _save_value(value: Any, kind: str, keep: bool) -> Any:

@@ -358,7 +358,7 @@ def validate_outputs(node: Node, outs: list,
         if slot >= len(metas):
             continue
         meta = metas[slot]
-        if not shapes_equal(g.shape, meta.shape):
+        if not shapes_equal(g._sizes, meta.shape):
             outs[i] = g = _reduce_to(node, i, g, tuple(meta.shape))
         if g.dtype != meta.dtype:
             outs[i] = g.to(meta.dtype)

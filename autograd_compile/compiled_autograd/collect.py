@@ -26,6 +26,7 @@ from ..autograd.derivatives import OpNode
 from ..autograd.function import BackwardCFunction
 from ..autograd.node import AccumulateGrad, ErrorNode, GraphRoot, Node, TensorMeta
 from ..autograd.saved import UNPACK_OVERRIDE, SavedVariable
+from .._types import Size
 from ..tensor import Tensor
 
 _SIZE_TYPES = frozenset({"SymInt", "SymInt[]", "SymInt?", "SymInt[]?"})
@@ -152,7 +153,7 @@ def _visit_ctx_value(value: Any, v: Any) -> Any:
     decides on it), a tuple or list of ints (a shape) symbolic sizes; the rest as args."""
     if type(value) is int:
         return v.scalar(value)
-    if type(value) in (tuple, list) and value and all(type(x) is int for x in value):
+    if type(value) in (tuple, list, Size) and value and all(type(x) is int for x in value):
         v.const(("ints", type(value).__name__, len(value)))
         return v.size_arg(value)
     return visit_value(value, v)

@@ -20,6 +20,8 @@ from typing import Any, Callable
 
 import numpy as _np
 
+from .._types import Size
+
 from .keys import ALIAS_COVERS, ALL_KEYS, COMPOSITE, TLS, DispatchKey
 from .schema import FunctionSchema, SchemaError
 
@@ -113,16 +115,20 @@ class OpOverload:
 
 
 class _NumpyScalar(Exception):
-    """An argument is a numpy scalar: the call converts its arguments first (rare)."""
+    """An argument is a numpy scalar or an ``acg.Size``: the call converts its arguments
+    first (rare: a tensor, list, tuple or Python number passes unchecked)."""
 
 
 # numpy's scalar types: an op reads them as the Python numbers they hold (weakly typed:
-# ``f32 * np.float64(2)`` stays float32, as in PyTorch), never as 0-d tensors
-_NUMPY_SCALARS = frozenset(t for t in _np.sctypeDict.values() if issubclass(t, _np.number)
-                           or t is _np.bool_)
+# ``f32 * np.float64(2)`` stays float32, as in PyTorch), never as 0-d tensors; and
+# ``acg.Size`` (``x.view(y.shape)``), which kernels and graphs read as the plain tuple
+_NUMPY_SCALARS = frozenset([*(t for t in _np.sctypeDict.values()
+                              if issubclass(t, _np.number) or t is _np.bool_), Size])
 
 
 def _python_numbers(value: Any) -> Any:
+    if type(value) is Size:
+        return tuple(_python_numbers(v) for v in value)
     if type(value) in _NUMPY_SCALARS:
         return value.item()
     if type(value) in (list, tuple):

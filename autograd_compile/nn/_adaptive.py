@@ -10,7 +10,7 @@ same eagerly, under compiled autograd and under ``acg.compile``.
 >>> asm = acg.nn.AdaptiveLogSoftmaxWithLoss(16, 10, cutoffs=[4, 8])
 >>> out = asm(acg.randn(3, 16), acg.tensor([0, 5, 9]))
 >>> out.output.shape, out.loss.shape, asm.log_prob(acg.randn(3, 16)).shape
-((3,), (), (3, 10))
+(acg.Size([3]), acg.Size([]), acg.Size([3, 10]))
 """
 from __future__ import annotations
 

@@ -97,7 +97,7 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     >>> import autograd_compile as acg
     >>> w = acg.ones(1, 2, 3)
     >>> acg.nn.functional.bilinear(acg.ones(4, 2), acg.ones(4, 3), w).shape
-    (4, 1)
+    acg.Size([4, 1])
     """
     if input1.ndim != input2.ndim:
         raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and "

@@ -245,7 +245,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     >>> import autograd_compile as acg
     >>> lp = acg.randn(6, 2, 4).log_softmax(2)
     >>> acg.nn.functional.ctc_loss(lp, acg.tensor([[1, 2], [3, 3]]), [6, 5], [2, 2]).shape
-    ()
+    acg.Size([])
     """
     _check(reduction)
     unbatched = log_probs.ndim == 2

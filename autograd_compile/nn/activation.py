@@ -224,7 +224,7 @@ class PReLU(Module):
 
     >>> import autograd_compile as acg
     >>> m = acg.nn.PReLU(3); m.weight.shape, m.weight.tolist()
-    ((3,), [0.25, 0.25, 0.25])
+    (acg.Size([3]), [0.25, 0.25, 0.25])
     """
 
     def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None,

@@ -5,7 +5,7 @@
 >>> x = acg.randn(3, 5, 8)
 >>> out, w = mha(x, x, x)
 >>> out.shape, w.shape
-((3, 5, 8), (3, 5, 5))
+(acg.Size([3, 5, 8]), acg.Size([3, 5, 5]))
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 >>> import autograd_compile as acg
 >>> m = acg.nn.Bilinear(2, 3, 4)
 >>> m, m(acg.ones(5, 2), acg.ones(5, 3)).shape
-(Bilinear(in1_features=2, in2_features=3, out_features=4, bias=True), (5, 4))
+(Bilinear(in1_features=2, in2_features=3, out_features=4, bias=True), acg.Size([5, 4]))
 """
 from __future__ import annotations
 

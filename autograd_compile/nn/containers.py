@@ -3,7 +3,7 @@
 >>> import autograd_compile as acg
 >>> net = acg.nn.Sequential(acg.nn.Linear(2, 3), acg.nn.ReLU(), acg.nn.Linear(3, 1))
 >>> len(net), type(net[:2]).__name__, net(acg.zeros(4, 2)).shape
-(3, 'Sequential', (4, 1))
+(3, 'Sequential', acg.Size([4, 1]))
 """
 from __future__ import annotations
 

@@ -199,7 +199,7 @@ class ConvTranspose2d(_ConvTransposeNd):
     >>> import autograd_compile as acg
     >>> up = acg.nn.ConvTranspose2d(8, 4, 4, stride=2, padding=1)
     >>> up(acg.randn(1, 8, 5, 5)).shape
-    (1, 4, 10, 10)
+    acg.Size([1, 4, 10, 10])
     """
 
     _n = 2

@@ -3,7 +3,7 @@
 >>> import autograd_compile as acg
 >>> bag = acg.nn.EmbeddingBag(10, 3, mode="sum")
 >>> bag, bag(acg.tensor([1, 2, 4, 5]), acg.tensor([0, 2])).shape
-(EmbeddingBag(10, 3, mode='sum'), (2, 3))
+(EmbeddingBag(10, 3, mode='sum'), acg.Size([2, 3]))
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 >>> import autograd_compile as acg
 >>> acg.nn.Flatten()(acg.zeros(2, 3, 4)).shape
-(2, 12)
+acg.Size([2, 12])
 """
 from __future__ import annotations
 

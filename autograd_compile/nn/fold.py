@@ -2,7 +2,7 @@
 
 >>> import autograd_compile as acg
 >>> acg.nn.Unfold(kernel_size=2)(acg.randn(1, 3, 4, 4)).shape
-(1, 12, 9)
+acg.Size([1, 12, 9])
 """
 from __future__ import annotations
 

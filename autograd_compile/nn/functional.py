@@ -5,7 +5,7 @@
 >>> logits = acg.tensor([[2.0, 0.5, -1.0], [0.1, 0.2, 3.0]], requires_grad=True)
 >>> loss = F.cross_entropy(logits, acg.tensor([0, 2]))
 >>> loss.backward(); loss.grad_fn.name(), logits.grad.shape
-('CrossEntropyBackward0', (2, 3))
+('CrossEntropyBackward0', acg.Size([2, 3]))
 """
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     >>> import autograd_compile.nn.functional as F
     >>> q = acg.randn(2, 4, 5, 8)
     >>> F.scaled_dot_product_attention(q, q, q, is_causal=True).shape
-    (2, 4, 5, 8)
+    acg.Size([2, 4, 5, 8])
     """
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
@@ -177,7 +177,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     >>> import autograd_compile.nn.functional as F
     >>> w = acg.randn(10, 3, requires_grad=True)
     >>> F.embedding(acg.tensor([[1, 2], [4, 9]]), w, padding_idx=0).shape
-    (2, 2, 3)
+    acg.Size([2, 2, 3])
     """
     rows = weight.shape[0]
     if padding_idx is not None:
@@ -255,7 +255,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     >>> import autograd_compile as acg
     >>> import autograd_compile.nn.functional as F
     >>> F.conv2d(acg.randn(2, 3, 8, 8), acg.randn(4, 3, 3, 3), padding="same").shape
-    (2, 4, 8, 8)
+    acg.Size([2, 4, 8, 8])
     """
     return _convnd(2, input, weight, bias, stride, padding, dilation, groups)
 

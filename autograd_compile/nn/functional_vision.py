@@ -7,7 +7,7 @@ pixel shuffles) is a composition here too.
 >>> import autograd_compile as acg
 >>> import autograd_compile.nn.functional as F
 >>> F.interpolate(acg.ones(1, 1, 2, 2), scale_factor=2, mode="bilinear").shape
-(1, 1, 4, 4)
+acg.Size([1, 1, 4, 4])
 """
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     >>> import autograd_compile as acg
     >>> import autograd_compile.nn.functional as F
     >>> F.conv_transpose2d(acg.randn(1, 4, 5, 5), acg.randn(4, 2, 3, 3), stride=2).shape
-    (1, 2, 11, 11)
+    acg.Size([1, 2, 11, 11])
     """
     return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups,
                            dilation)
@@ -385,7 +385,7 @@ def fractional_max_pool2d(input: Tensor, kernel_size: Any, output_size: Any = No
     >>> import autograd_compile as acg
     >>> import autograd_compile.nn.functional as F
     >>> F.fractional_max_pool2d(acg.randn(1, 2, 9, 9), 2, output_size=4).shape
-    (1, 2, 4, 4)
+    acg.Size([1, 2, 4, 4])
     """
     out = _fractional(2, input, kernel_size, output_size, output_ratio, _random_samples)
     return out if return_indices else out[0]
@@ -625,7 +625,7 @@ def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
     >>> import autograd_compile as acg
     >>> import autograd_compile.nn.functional as F
     >>> F.unfold(acg.randn(2, 3, 5, 5), 2).shape
-    (2, 12, 16)
+    acg.Size([2, 12, 16])
     """
     x, unbatched = _batched(input, 2)
     if input.ndim not in (3, 4):

@@ -204,7 +204,7 @@ class LazyLinear(LazyModuleMixin, Linear):
     >>> import autograd_compile as acg
     >>> m = acg.nn.LazyLinear(5)
     >>> m(acg.randn(2, 3)).shape, m
-    ((2, 5), Linear(in_features=3, out_features=5, bias=True))
+    (acg.Size([2, 5]), Linear(in_features=3, out_features=5, bias=True))
     """
 
     cls_to_become = Linear

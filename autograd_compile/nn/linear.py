@@ -3,7 +3,7 @@
 >>> import autograd_compile as acg
 >>> fc = acg.nn.Linear(4, 3, bias=False)
 >>> fc, fc(acg.ones(2, 4)).shape
-(Linear(in_features=4, out_features=3, bias=False), (2, 3))
+(Linear(in_features=4, out_features=3, bias=False), acg.Size([2, 3]))
 """
 from __future__ import annotations
 

@@ -368,7 +368,7 @@ class Module:
 
         >>> import autograd_compile as acg
         >>> acg.nn.Linear(2, 3).to("meta").to_empty(device="cpu").weight.shape
-        (3, 2)
+        acg.Size([3, 2])
         """
         from ..kernels.api import empty
 

@@ -75,6 +75,8 @@ class _Uninitialized:
     def shape(self) -> tuple:
         raise RuntimeError(_NO_SHAPE)
 
+    _sizes = shape
+
     def size(self, dim: Any = None) -> Any:
         raise RuntimeError(_NO_SHAPE)
 
@@ -105,7 +107,7 @@ class UninitializedParameter(_Uninitialized, Parameter):
     >>> import autograd_compile as acg
     >>> p = acg.nn.parameter.UninitializedParameter()
     >>> p.materialize((2, 3)); type(p).__name__, p.shape
-    ('Parameter', (2, 3))
+    ('Parameter', acg.Size([2, 3]))
     """
 
     __slots__ = ()

@@ -2,7 +2,7 @@
 
 >>> import autograd_compile as acg
 >>> acg.nn.PixelShuffle(2)(acg.randn(1, 8, 3, 3)).shape
-(1, 2, 6, 6)
+acg.Size([1, 2, 6, 6])
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ are PyTorch's, so a PyTorch checkpoint loads and gives the same outputs. Inputs 
 >>> lstm = acg.nn.LSTM(4, 8, num_layers=2, batch_first=True)
 >>> out, (h, c) = lstm(acg.randn(3, 5, 4))
 >>> out.shape, h.shape, c.shape
-((3, 5, 8), (2, 3, 8), (2, 3, 8))
+(acg.Size([3, 5, 8]), acg.Size([2, 3, 8]), acg.Size([2, 3, 8]))
 """
 from __future__ import annotations
 
@@ -313,7 +313,7 @@ class RNN(RNNBase):
     >>> import autograd_compile as acg
     >>> out, h = acg.nn.RNN(3, 5, nonlinearity="relu")(acg.randn(7, 2, 3))
     >>> out.shape, h.shape
-    ((7, 2, 5), (1, 2, 5))
+    (acg.Size([7, 2, 5]), acg.Size([1, 2, 5]))
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -342,7 +342,7 @@ class LSTM(RNNBase):
     >>> import autograd_compile as acg
     >>> out, (h, c) = acg.nn.LSTM(3, 6, proj_size=2)(acg.randn(4, 2, 3))
     >>> out.shape, h.shape, c.shape
-    ((4, 2, 2), (1, 2, 2), (1, 2, 6))
+    (acg.Size([4, 2, 2]), acg.Size([1, 2, 2]), acg.Size([1, 2, 6]))
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -359,7 +359,7 @@ class GRU(RNNBase):
     >>> import autograd_compile as acg
     >>> out, h = acg.nn.GRU(3, 4, bidirectional=True)(acg.randn(5, 3))
     >>> out.shape, h.shape
-    ((5, 8), (2, 4))
+    (acg.Size([5, 8]), acg.Size([2, 4]))
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -445,7 +445,7 @@ class RNNCell(RNNCellBase):
 
     >>> import autograd_compile as acg
     >>> acg.nn.RNNCell(3, 4)(acg.randn(2, 3)).shape
-    (2, 4)
+    acg.Size([2, 4])
     """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
@@ -472,7 +472,7 @@ class LSTMCell(RNNCellBase):
     >>> import autograd_compile as acg
     >>> h, c = acg.nn.LSTMCell(3, 4)(acg.randn(2, 3))
     >>> h.shape, c.shape
-    ((2, 4), (2, 4))
+    (acg.Size([2, 4]), acg.Size([2, 4]))
     """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None,
@@ -497,7 +497,7 @@ class GRUCell(RNNCellBase):
 
     >>> import autograd_compile as acg
     >>> acg.nn.GRUCell(3, 4)(acg.randn(3)).shape
-    (4,)
+    acg.Size([4])
     """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None,

@@ -3,7 +3,7 @@
 >>> import autograd_compile as acg
 >>> emb = acg.nn.Embedding(10, 3, padding_idx=0)
 >>> emb, emb.weight[0].tolist(), emb(acg.tensor([[1, 2]])).shape
-(Embedding(10, 3, padding_idx=0), [0.0, 0.0, 0.0], (1, 2, 3))
+(Embedding(10, 3, padding_idx=0), [0.0, 0.0, 0.0], acg.Size([1, 2, 3]))
 """
 from __future__ import annotations
 

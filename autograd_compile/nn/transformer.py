@@ -8,7 +8,7 @@
 >>> enc = acg.nn.TransformerEncoder(layer, num_layers=2)
 >>> mask = acg.nn.Transformer.generate_square_subsequent_mask(5)
 >>> enc(acg.randn(3, 5, 8), mask=mask).shape
-(3, 5, 8)
+acg.Size([3, 5, 8])
 
 PyTorch's nested-tensor fast path has no counterpart here: ``enable_nested_tensor`` is
 accepted and recorded, and every input runs the plain path (same values).
@@ -286,7 +286,7 @@ class Transformer(Module):
     >>> model = acg.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1,
     ...                            num_decoder_layers=1, dim_feedforward=16, batch_first=True)
     >>> model(acg.randn(2, 5, 8), acg.randn(2, 3, 8)).shape
-    (2, 3, 8)
+    acg.Size([2, 3, 8])
     """
 
     def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,

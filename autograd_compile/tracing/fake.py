@@ -10,7 +10,7 @@ back to ``jax.eval_shape`` of its JAX kernel when every size is concrete.
 ...     x = acg.ones(8, 3)
 ...     y = (x @ acg.ones(3, 5)).sum(0)
 >>> type(y).__name__, y.shape
-('FakeTensor', (5,))
+('FakeTensor', acg.Size([5]))
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import jax.numpy as jnp
 from ..dispatch.dispatcher import OpOverload, boxed
 from ..dispatch.keys import DispatchKey, include_keys
 from .._dtype import of as _dtype_of
+from .._types import Size
 from ..errors import op_error
 from .lifted import plain
 from ..modes import DispatchMode
@@ -65,7 +66,11 @@ class FakeTensor(Tensor):
             self.requires_grad_(True)
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> Size:
+        return Size(self._fake_shape)
+
+    @property
+    def _sizes(self) -> tuple:
         return self._fake_shape
 
     @property
@@ -116,7 +121,7 @@ class MetaTensor(FakeTensor):
     >>> import autograd_compile as acg
     >>> x = acg.ones(2, 3).to("meta")
     >>> x, (x @ x.T).shape, x.is_meta, x.device
-    (tensor(..., device='meta', size=(2, 3)), (2, 2), True, device(type='meta'))
+    (tensor(..., device='meta', size=(2, 3)), acg.Size([2, 2]), True, device(type='meta'))
     >>> m = acg.nn.Linear(2, 3).to("meta").to_empty(device="cpu")
     >>> m.weight.device, m.weight.is_meta
     (device(type='cpu'), False)

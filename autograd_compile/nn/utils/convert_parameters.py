@@ -3,7 +3,7 @@
 >>> import autograd_compile as acg
 >>> ps = [acg.nn.Parameter(acg.ones(2, 2)), acg.nn.Parameter(acg.zeros(3))]
 >>> v = acg.nn.utils.parameters_to_vector(ps); v.shape
-(7,)
+acg.Size([7])
 >>> acg.nn.utils.vector_to_parameters(v * 2, ps); ps[0].tolist()
 [[2.0, 2.0], [2.0, 2.0]]
 """

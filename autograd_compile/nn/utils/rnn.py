@@ -10,10 +10,10 @@ computed on the host from the lengths, so gradients flow through them.
 >>> from autograd_compile.nn.utils.rnn import pack_sequence, pad_packed_sequence
 >>> packed = pack_sequence([acg.ones(3, 2), acg.ones(1, 2)])
 >>> packed.batch_sizes.tolist(), packed.data.shape
-([2, 1, 1], (4, 2))
+([2, 1, 1], acg.Size([4, 2]))
 >>> padded, lengths = pad_packed_sequence(packed, batch_first=True)
 >>> padded.shape, lengths.tolist()
-((2, 3, 2), [3, 1])
+(acg.Size([2, 3, 2]), [3, 1])
 """
 from __future__ import annotations
 

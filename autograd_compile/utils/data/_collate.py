@@ -7,7 +7,7 @@ lists collate field by field (a tuple of fields comes back as a list, as in PyTo
 >>> import autograd_compile as acg
 >>> b = default_collate([{"x": acg.ones(2), "y": 1}, {"x": acg.zeros(2), "y": 2}])
 >>> b["x"].shape, b["y"].tolist(), b["y"].dtype
-((2, 2), [1, 2], torch.int64)
+(acg.Size([2, 2]), [1, 2], torch.int64)
 """
 from __future__ import annotations
 
