@@ -53,10 +53,13 @@ from ._flags import *  # noqa: E402,F401,F403
 from ._types import Size, finfo, iinfo  # noqa: E402,F401
 from . import distributed  # noqa: E402
 from .nn import parallel as _nn_parallel  # noqa: E402,F401  (acg.nn.parallel)
+nn.DataParallel = _nn_parallel.DataParallel  # (nn imports before distributed, parallel after)
 from .tracing import proxy_tensor  # noqa: E402
 from .tracing.proxy_tensor import make_fx  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import aot  # noqa: E402
+from . import hub  # noqa: E402
+from .utils import model_zoo as _model_zoo  # noqa: E402,F401  (acg.utils.model_zoo)
 from .aot import compile  # noqa: E402,A001  (torch.compile's analog shadows the builtin here)
 from . import amp  # noqa: E402  (mixed precision: acg.amp, acg.cuda.amp, acg.cpu.amp)
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402

@@ -64,9 +64,11 @@ class RemovableHandle:
     _next_id = 0
     __slots__ = ("_dicts", "id")
 
-    def __init__(self, *dicts: dict) -> None:
+    def __init__(self, *dicts: dict, extra_dict: Any = None) -> None:
         RemovableHandle._next_id += 1
         self.id = RemovableHandle._next_id
+        if extra_dict is not None:  # PyTorch's keyword: more dicts the id is removed from
+            dicts += tuple(extra_dict) if isinstance(extra_dict, list) else (extra_dict,)
         self._dicts = tuple(weakref.ref(d) if hasattr(d, "__weakref__") else d for d in dicts)
 
     def remove(self) -> None:

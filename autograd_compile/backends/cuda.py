@@ -9,6 +9,9 @@ XLA program whichever is chosen).
 """
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 from .. import _flags
 from ..devices.cuda import is_available as _cuda_available
 
@@ -57,3 +60,33 @@ def math_sdp_enabled() -> bool:
 
 def enable_math_sdp(enabled: bool) -> None:
     _sdp["math"] = bool(enabled)
+
+
+def cudnn_sdp_enabled() -> bool:
+    return _sdp["cudnn"]
+
+
+def enable_cudnn_sdp(enabled: bool) -> None:
+    _sdp["cudnn"] = bool(enabled)
+
+
+@contextlib.contextmanager
+def sdp_kernel(enable_flash: bool = True, enable_math: bool = True,
+               enable_mem_efficient: bool = True, enable_cudnn: bool = True) -> Iterator[None]:
+    """PyTorch's older switch for the attention kernels, restored on exit (see
+    ``acg.nn.attention.sdpa_kernel``)."""
+    with sdp_switches({"flash": enable_flash, "math": enable_math,
+                       "mem_efficient": enable_mem_efficient, "cudnn": enable_cudnn}):
+        yield
+
+
+@contextlib.contextmanager
+def sdp_switches(switches: dict[str, bool]) -> Iterator[None]:
+    """Set the attention kernel switches for the block, then put the old ones back."""
+    old = dict(_sdp)
+    _sdp.update({k: bool(v) for k, v in switches.items()})
+    try:
+        yield
+    finally:
+        _sdp.clear()
+        _sdp.update(old)

@@ -1,4 +1,5 @@
-"""``MultiheadAttention`` (PyTorch's layout: in_proj_weight [3E, E], out_proj Linear).
+"""``MultiheadAttention`` (PyTorch's layout: in_proj_weight [3E, E], out_proj Linear), and
+``torch.nn.attention``'s kernel choice (``sdpa_kernel``, ``SDPBackend``).
 
 >>> import autograd_compile as acg
 >>> mha = acg.nn.MultiheadAttention(8, 2, batch_first=True)
@@ -9,8 +10,10 @@
 """
 from __future__ import annotations
 
+import contextlib
+import enum
 import math
-from typing import Any
+from typing import Any, Iterator
 
 from ..kernels import api as A
 from ..kernels._dtypes import BOOL
@@ -21,7 +24,44 @@ from ._utils import empty_param
 from .linear import Linear
 from .module import Module
 
-__all__ = ["MultiheadAttention"]
+__all__ = ["MultiheadAttention", "SDPBackend", "sdpa_kernel"]
+
+
+class SDPBackend(enum.IntEnum):
+    """The kernels PyTorch may pick for ``F.scaled_dot_product_attention``."""
+    ERROR = -1
+    MATH = 0
+    FLASH_ATTENTION = 1
+    EFFICIENT_ATTENTION = 2
+    CUDNN_ATTENTION = 3
+    OVERRIDEABLE = 4
+
+
+_SWITCH = {SDPBackend.MATH: "math", SDPBackend.FLASH_ATTENTION: "flash",
+           SDPBackend.EFFICIENT_ATTENTION: "mem_efficient", SDPBackend.CUDNN_ATTENTION: "cudnn"}
+
+
+@contextlib.contextmanager
+def sdpa_kernel(backends: Any, set_priority: bool = False) -> Iterator[None]:
+    """Allow only ``backends`` (an ``SDPBackend`` or a list of them) inside the block, as
+    PyTorch's ``torch.nn.attention.sdpa_kernel``. Our attention is one XLA program whichever
+    is allowed (its results are the math kernel's), so the choice is recorded, not obeyed:
+    ``acg.backends.cuda.flash_sdp_enabled()`` and friends read it.
+
+    >>> import autograd_compile as acg
+    >>> from autograd_compile.nn.attention import SDPBackend, sdpa_kernel
+    >>> with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+    ...     acg.backends.cuda.flash_sdp_enabled(), acg.backends.cuda.math_sdp_enabled()
+    (True, False)
+    """
+    from ..backends.cuda import sdp_switches
+    chosen = [backends] if isinstance(backends, SDPBackend) else list(backends)
+    for b in chosen:
+        if not isinstance(b, SDPBackend):
+            raise AssertionError("Backend must be an instance of SDPBackend")
+    allowed = {_SWITCH[b] for b in chosen if b in _SWITCH}
+    with sdp_switches({name: name in allowed for name in _SWITCH.values()}):
+        yield
 
 
 class NonDynamicallyQuantizableLinear(Linear):

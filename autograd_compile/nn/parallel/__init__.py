@@ -1,4 +1,6 @@
-"""Data-parallel wrappers: ``DistributedDataParallel`` over a JAX device mesh."""
+"""Data-parallel wrappers: ``DistributedDataParallel`` over a JAX device mesh, and
+``DataParallel`` over this process's devices."""
+from .data_parallel import DataParallel
 from .distributed import DistributedDataParallel
 
-__all__ = ["DistributedDataParallel"]
+__all__ = ["DataParallel", "DistributedDataParallel"]

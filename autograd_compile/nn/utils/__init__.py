@@ -19,3 +19,7 @@ from .weight_norm import (remove_spectral_norm, remove_weight_norm, spectral_nor
 __all__ += ["parametrizations", "parametrize", "fuse_conv_bn_eval", "fuse_conv_bn_weights",
             "fuse_linear_bn_eval", "fuse_linear_bn_weights", "skip_init", "remove_spectral_norm",
             "remove_weight_norm", "spectral_norm", "weight_norm"]
+# -- the older functional_call home, and pruning -------------------------------------------------
+from . import stateless  # noqa: E402
+
+__all__ += ["stateless"]
