@@ -110,11 +110,18 @@ def _combine(higher: np.dtype | None, lower: np.dtype | None) -> np.dtype | None
     """A higher tier's dtype, unless the lower tier is of a higher category."""
     if higher is None or lower is None:
         return higher if lower is None else lower
-    if category(higher) >= 2:
-        return higher
+    if category(higher) >= 2:  # a float tensor with a complex scalar: its complex twin
+        return complex_of(higher) if category(lower) == 3 and category(higher) == 2 else higher
     if category(higher) == 0 or category(lower) >= 2:
         return promote(higher, lower)
     return higher
+
+
+def complex_of(dtype: Any) -> np.dtype:
+    """The complex dtype of a float's precision, as PyTorch pairs them (float64 with
+    complex128; float32, bfloat16 and float16 with complex64: JAX has no complex32)."""
+    return np.dtype("complex128") if np.dtype(dtype) == np.dtype("float64") else \
+        np.dtype("complex64")
 
 
 def result_type(*values: Any) -> np.dtype:

@@ -37,8 +37,8 @@ from . import nn as N
 from . import reductions as R
 from . import shape as S
 from autograd_compile._dtype import of as dtype_of, scalar_type_name
-from ._dtypes import (DEFAULT_INT, as_dtype, default_float, is_float, promote, result_type,
-                      set_default_float)
+from ._dtypes import (DEFAULT_INT, as_dtype, complex_of, default_float, is_float, promote,
+                      result_type, set_default_float)
 from ._defop import HOST_UNARY
 from ._jit import clear_programs
 from ._shapes import infer_size
@@ -104,9 +104,11 @@ def _operand(v: Any) -> Any:
 
 # -- creation --------------------------------------------------------------------------------
 def _plain_dtype(a: np.ndarray) -> np.dtype:
-    """Python data: floats become float32 (the default), ints int64, bools bool."""
-    return default_float() if a.dtype.kind == "f" else DEFAULT_INT if a.dtype.kind in "iu" \
-        else a.dtype
+    """Python data: floats become float32 (the default), complex numbers its complex twin
+    (complex64), ints int64, bools bool."""
+    kind = a.dtype.kind
+    return default_float() if kind == "f" else DEFAULT_INT if kind in "iu" else \
+        complex_of(default_float()) if kind == "c" else a.dtype
 
 
 _PY_NUMBERS = frozenset({float, int, bool, complex})
