@@ -59,6 +59,9 @@ from .tracing.proxy_tensor import make_fx  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import aot  # noqa: E402
 from . import hub  # noqa: E402
+from . import profiler  # noqa: E402  (torch.profiler)
+# acg.autograd.profiler, imported from here: the profiler reaches into aot, which imports autograd
+from .autograd import profiler as _autograd_profiler  # noqa: E402,F401
 from .utils import model_zoo as _model_zoo  # noqa: E402,F401  (acg.utils.model_zoo)
 from .aot import compile  # noqa: E402,A001  (torch.compile's analog shadows the builtin here)
 from . import amp  # noqa: E402  (mixed precision: acg.amp, acg.cuda.amp, acg.cpu.amp)
