@@ -41,7 +41,7 @@ def test_nested_containers_round_trip(tmp_path):
            "dt": np.dtype("float32"), "empty": {}, "t": ()}
     path = tmp_path / "ckpt.acg"
     acg.save(obj, path)
-    out = acg.load(str(path))
+    out = acg.load(str(path), weights_only=False)  # numpy objects: as torch.load, not weights only
     assert out["a"][:5] == [1, 2.5, None, True, "s"] and isinstance(out["a"][5], tuple)
     assert out["a"][5][0] is out["a"][5][1] and out["a"][5][0].tolist() == [0.0, 1.0, 2.0]
     assert isinstance(out[3], collections.OrderedDict) and list(out[3]) == ["x", "y"]
@@ -63,13 +63,15 @@ def test_requires_grad_and_parameters_preserved():
     assert out["t"].requires_grad and out["t"].is_leaf and not out["d"].requires_grad
 
 
-def test_unsupported_objects_are_refused():
-    with pytest.raises(TypeError, match=r"cannot save object at \['m'\]\[1\]"):
-        acg.save({"m": [1, object()]}, io.BytesIO())
+def test_unpicklable_objects_are_refused():
+    # what Python's pickle refuses (torch.save pickles everything else, as we do)
+    import threading
+    with pytest.raises(TypeError, match=r"cannot save lock at \['m'\]\[1\]"):
+        acg.save({"m": [1, threading.Lock()]}, io.BytesIO())
     with pytest.raises(TypeError, match="cannot save function"):
         acg.save(lambda: 0, io.BytesIO())
-    with pytest.raises(TypeError, match="cannot save an array of dtype object"):
-        acg.save(np.array([None]), io.BytesIO())
+    with pytest.raises(TypeError, match="cannot save generator"):
+        acg.save((i for i in range(2)), io.BytesIO())
 
 
 def _net():

@@ -1,12 +1,16 @@
 """Checkpoints that move between PyTorch and autograd_compile: ``save`` and ``load``.
 
-``acg.save`` writes PyTorch's zip layout (``archive/data.pkl`` naming only the globals that
+``acg.save`` writes PyTorch's zip layout (``archive/data.pkl``, tensors named by the globals
 ``torch.load(weights_only=True)`` admits, plus one 64-byte aligned entry of raw bytes per
-tensor), so PyTorch reads our checkpoints. ``acg.load`` reads PyTorch's zip and legacy
-formats, our earlier JSON format (version 1) and ``.safetensors`` files, through a restricted
-unpickler: no code from a file ever runs (:mod:`.pickle_read`). A whole ``nn.Module`` saves as
-its class path plus its state and loads only with ``weights_only=False`` (:mod:`.modules`).
-Saving to a path is atomic: a temporary file in the same folder, fsync, then rename.
+tensor), so PyTorch reads our checkpoints; any other picklable object (an
+``argparse.Namespace``, numpy arrays, a dataclass) is pickled as ``torch.save`` pickles it.
+``acg.load`` reads PyTorch's zip and legacy formats, our earlier JSON format (version 1) and
+``.safetensors`` files. ``weights_only=True`` (the default, as PyTorch 2.6's) runs no code from
+the file: only tensors, containers and the globals added with :func:`add_safe_globals` load
+(:mod:`.pickle_read`); ``weights_only=False`` unpickles fully, as ``torch.load`` does, so use
+it only for files you trust. A whole ``nn.Module`` saves as its class path plus its state
+and loads only with ``weights_only=False`` (:mod:`.modules`). Saving to a path is atomic: a
+temporary file in the same folder, fsync, then rename.
 
 >>> import io, autograd_compile as acg
 >>> buf = io.BytesIO()
@@ -18,7 +22,9 @@ Saving to a path is atomic: a temporary file in the same folder, fsync, then ren
 from __future__ import annotations
 
 import inspect
+import io
 import os
+import pickletools
 import tempfile
 import zipfile
 from typing import IO, Any, Callable
@@ -26,10 +32,12 @@ from typing import IO, Any, Callable
 import jax
 import numpy as np
 
-from . import modules, torch_format, v1
-from .pickle_read import Refused
+from . import allowlist, modules, pickle_read, torch_format, v1
+from .allowlist import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
+from .pickle_read import MissingGlobal, Refused
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
+           "safe_globals", "get_unsafe_globals_in_checkpoint"]
 
 FileLike = str | os.PathLike | IO[bytes]
 _CUDA_MISSING = ("Attempting to deserialize object on a CUDA device but acg.cuda.is_available() "
@@ -115,14 +123,24 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
 
     ``map_location``: None (each tensor where it was saved, as PyTorch), ``"cpu"``,
     ``"cuda[:i]"``, an ``acg.device`` or jax Device, a dict from saved location to location,
-    or PyTorch's ``fn(storage, location)``. ``weights_only`` (default True) refuses whole
-    modules; no code from the file runs either way. A damaged or foreign file raises
-    ``RuntimeError`` naming it.
+    or PyTorch's ``fn(storage, location)``. ``weights_only`` (default True) admits tensors,
+    containers, numbers, strings and the globals added with :func:`add_safe_globals`, and
+    refuses anything else with PyTorch's message; ``weights_only=False`` unpickles anything,
+    as ``torch.load`` (the file can run code: trusted files only). A damaged or foreign file
+    raises ``RuntimeError`` naming it.
+
+    >>> import io, argparse, numpy as np, autograd_compile as acg
+    >>> buf = io.BytesIO(); acg.save({"args": argparse.Namespace(lr=0.1), "m": np.ones(2)}, buf)
+    >>> _ = buf.seek(0); ck = acg.load(buf, weights_only=False)
+    >>> ck["args"].lr, type(ck["m"]).__name__
+    (0.1, 'ndarray')
     """
     weights_only = True if weights_only is None else bool(weights_only)
     name = f if isinstance(f, (str, os.PathLike)) else getattr(f, "name", repr(f))
     place = placement(map_location)
     table = modules.load_table(weights_only)
+    if weights_only:
+        allowlist.user_table()  # a malformed add_safe_globals entry fails here, as PyTorch's
     try:
         if isinstance(f, (str, os.PathLike)) and str(f).endswith(".safetensors"):
             from . import safetensors_io
@@ -132,13 +150,13 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
             head = fh.read(16)
             fh.seek(-len(head), os.SEEK_CUR)
             if torch_format.is_legacy(head):
-                return torch_format.read_legacy(fh, place, table)
+                return torch_format.read_legacy(fh, place, table, weights_only=weights_only)
             with zipfile.ZipFile(fh) as zf:
                 if v1.STRUCTURE in zf.namelist():
                     return v1.read(zf, lambda a: place(np.asarray(a), "cpu"))
                 mm = os.fspath(f) if mmap and isinstance(f, (str, os.PathLike)) else None
-                return torch_format.read_zip(zf, place, table, mm)
-    except (Refused, NotImplementedError, FileNotFoundError, ImportError):
+                return torch_format.read_zip(zf, place, table, mm, weights_only=weights_only)
+    except (Refused, MissingGlobal, NotImplementedError, FileNotFoundError, ImportError):
         raise
     except RuntimeError as e:
         if str(e).startswith("Attempting to deserialize"):
@@ -148,6 +166,35 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
             IndexError, AttributeError, __import__("pickle").UnpicklingError,
             __import__("struct").error) as e:
         raise _corrupt(name, e) from e
+
+
+def get_unsafe_globals_in_checkpoint(f: FileLike) -> list[str]:
+    """The globals a zip checkpoint names that ``load(f, weights_only=True)`` would refuse:
+    the ones to pass to :func:`add_safe_globals` once you trust them (read, never run).
+
+    >>> import io, argparse, autograd_compile as acg
+    >>> buf = io.BytesIO(); acg.save({"args": argparse.Namespace(), "w": acg.ones(1)}, buf)
+    >>> acg.serialization.get_unsafe_globals_in_checkpoint(buf)
+    ['argparse.Namespace']
+    """
+    with v1._open(f, "rb") as fh:
+        fh.seek(0)
+        with zipfile.ZipFile(fh) as zf:
+            pkl = [n for n in zf.namelist() if n.endswith("data.pkl") and n.count("/") == 1]
+            if not pkl:
+                raise ValueError("get_unsafe_globals_in_checkpoint reads zip checkpoints only")
+            raw = zf.read(pkl[0])
+    table = torch_format.Rebuilder(lambda key, n: b"", placement(None)).table()
+    vet = pickle_read.RestrictedUnpickler(io.BytesIO(), table)
+    unsafe = set()
+    for op, arg, _ in pickletools.genops(raw):
+        if op.name == "GLOBAL":
+            module, name = arg.split(" ", 1)
+            try:
+                vet.find_class(module, name)
+            except Refused:
+                unsafe.add(".".join(pickle_read.py3_name(module, name)))
+    return sorted(unsafe)
 
 
 def _corrupt(name: Any, e: BaseException) -> RuntimeError:

@@ -8,9 +8,11 @@ of raw bytes per storage, and small records (``byteorder``, ``version``...). The
 version, system info, the object, the storage keys) followed by each storage's element count
 and bytes.
 
-Reading goes through :class:`~.pickle_read.RestrictedUnpickler` with the rebuild functions of
-:class:`Rebuilder` as the only callables. Writing emits the same globals PyTorch does, so
-``torch.load(path, weights_only=True)`` reads our files.
+Reading goes through :mod:`.pickle_read`'s unpicklers with the rebuild functions of
+:class:`Rebuilder` standing for PyTorch's (the only callables of a weights-only load). Writing
+emits the same globals PyTorch does for tensors, dtypes, devices and sizes, and pickles the
+rest as Python does, so ``torch.load(path, weights_only=True)`` reads our state dicts and
+``torch.load(path, weights_only=False)`` anything else we write.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from .._dtype import dtype as AcgDtype
 from .._dtype import of as dtype_of
 from ..tensor import Tensor, _make
 from . import names
-from .pickle_read import RestrictedUnpickler, refuse
+from .pickle_read import RestrictedUnpickler, refuse, unpickler
 from .pickle_write import PickleWriter
 
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
@@ -224,7 +226,8 @@ def _set_state(t: Tensor, state: Any) -> None:
 
 
 def read_zip(zf: zipfile.ZipFile, place: Callable[[np.ndarray, str], Any],
-             table: dict[tuple[str, str], Any], mmap_path: str | None = None) -> Any:
+             table: dict[tuple[str, str], Any], mmap_path: str | None = None, *,
+             weights_only: bool = True) -> Any:
     """The object of a ``torch.save`` zip archive."""
     pkl = [n for n in zf.namelist() if n.endswith("data.pkl") and n.count("/") == 1]
     if not pkl:
@@ -244,9 +247,9 @@ def read_zip(zf: zipfile.ZipFile, place: Callable[[np.ndarray, str], Any],
         return raw
 
     rebuild = Rebuilder(read, place, big)
-    unpickler = RestrictedUnpickler(io.BytesIO(zf.read(pkl[0])), {**rebuild.table(), **table},
-                                    rebuild.persistent_load, build_types=(Tensor,))
-    return unpickler.load()
+    return unpickler(io.BytesIO(zf.read(pkl[0])), {**rebuild.table(), **table},
+                     rebuild.persistent_load, weights_only=weights_only,
+                     build_types=(Tensor,)).load()
 
 
 def _data_offset(zf: zipfile.ZipFile, name: str) -> int:
@@ -267,7 +270,7 @@ def is_legacy(head: bytes) -> bool:
 
 
 def read_legacy(fh: Any, place: Callable[[np.ndarray, str], Any],
-                table: dict[tuple[str, str], Any]) -> Any:
+                table: dict[tuple[str, str], Any], *, weights_only: bool = True) -> Any:
     """The object of a legacy (pre-zip) ``torch.save`` stream."""
     data = io.BytesIO(fh.read())  # the object's pickle comes before its storages: seek back
     simple = lambda: RestrictedUnpickler(data, {}).load()  # noqa: E731
@@ -288,15 +291,16 @@ def read_legacy(fh: Any, place: Callable[[np.ndarray, str], Any],
 
     dry = {k: ((lambda *a, **kw: None) if callable(v) and k[0].startswith("torch._") else v)
            for k, v in probe.table().items()}
-    RestrictedUnpickler(data, {**dry, **table}, record).load()
+    unpickler(data, {**dry, **table}, record, weights_only=weights_only,
+              build_types=(Tensor,)).load()
     storages = {}
     for key in simple():
         count = struct.unpack(">q" if big else "<q", data.read(8))[0]
         storages[key] = data.read(count * dtypes.get(key, np.dtype(np.uint8)).itemsize)
     real = Rebuilder(lambda key, n: storages[key], place, big)
     data.seek(start)
-    return RestrictedUnpickler(data, {**real.table(), **table}, real.persistent_load,
-                               build_types=(Tensor,)).load()
+    return unpickler(data, {**real.table(), **table}, real.persistent_load,
+                     weights_only=weights_only, build_types=(Tensor,)).load()
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -312,12 +316,7 @@ class TorchZipWriter(PickleWriter):
         from ..devices import device
         if isinstance(obj, Tensor):
             self._tensor(obj, where)
-        elif isinstance(obj, np.ndarray):
-            self._array(obj, False, False, "cpu", where)  # loads as a tensor, as PyTorch's would
-            self.put(obj)
-        elif isinstance(obj, np.generic):
-            self.save(obj.item(), where)  # a numpy scalar saves as the Python number
-        elif _dtype_of(obj) is not None:
+        elif _dtype_of(obj) is not None:  # numpy arrays, scalars and dtypes pickle as numpy's
             self.global_("torch", names.torch_name(_dtype_of(obj)))
         elif isinstance(obj, device):
             self.reduce("torch", "device", lambda: self.tuple_of([str(obj)], where))
@@ -392,14 +391,12 @@ class TorchZipWriter(PickleWriter):
 
 
 def _dtype_of(obj: Any) -> np.dtype | None:
-    """The dtype a dtype-like object names (``np.dtype``, ``np.float32``, ``jnp.bfloat16``)."""
-    if isinstance(obj, np.dtype):
-        return obj
+    """The dtype a torch-dtype-like object names (``acg.float32``, ``jnp.bfloat16``); numpy's
+    own dtypes and scalar types are numpy objects, pickled as numpy pickles them."""
     if isinstance(obj, AcgDtype):
         return obj.dtype
-    if (isinstance(obj, type) and issubclass(obj, np.generic)) or type(obj).__name__ == (
-            "_ScalarMeta"):
-        return np.dtype(getattr(obj, "dtype", obj))
+    if type(obj).__name__ == "_ScalarMeta":  # jax.numpy's scalar types stand for dtypes here
+        return np.dtype(obj.dtype)
     return None
 
 
