@@ -45,6 +45,7 @@ from ._shapes import infer_size
 from ._shapes import numel as _numel
 from ._shapes import shapes_equal, split_sizes, wrap_dim
 from .views import as_shape_of, view_of
+from autograd_compile.amp.autocast_mode import autocast_op
 from ._transfer import to_device as _to_device  # [evdata] issue 19: tensors from host data
 
 TO_JAX[0] = _to_device  # how a tensor holding a host value gives its jax array
@@ -67,8 +68,25 @@ def _dims(dim: _Dim) -> list[int] | None:
     return None if dim is None else [dim] if isinstance(dim, (int, np.integer)) else list(dim)
 
 
+DEFAULT_DEVICE: list[Any] = [None]  # set_default_device's, None for the CPU (made there)
+
+
+def set_default_device(device: Any) -> None:
+    """Where factories (``zeros``, ``randn``, ``tensor``...) put new tensors when not told
+    (``torch.set_default_device``); None or "cpu" restores the CPU.
+
+    >>> import autograd_compile as acg
+    >>> acg.set_default_device("cpu"); acg.get_default_device()
+    device(type='cpu')
+    """
+    d = None if device is None else as_device(device)
+    DEFAULT_DEVICE[0] = None if d is None or d.type == "cpu" else d
+
+
 def _leaf(t: Tensor, requires_grad: bool, device: Any = None) -> Tensor:
-    """The new tensor on ``device`` (None: where it was made), a leaf if requires_grad."""
+    """The new tensor on ``device`` (None: the default device), a leaf if requires_grad."""
+    if device is None:
+        device = DEFAULT_DEVICE[0]
     if device is not None:
         t = _placed(t, device)
     return t.requires_grad_() if requires_grad else t
@@ -976,6 +994,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return L.bmm(input, mat2)
 
 
+@autocast_op("dot")
 def dot(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
@@ -1044,7 +1063,8 @@ __all__ = [
     "complex64", "half", "double", "long", "short", "uint16", "uint32", "uint64", "bool",
     "get_default_dtype", "set_default_dtype",
     # creation
-    "tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
+    "tensor", "as_tensor", "set_default_device", "zeros", "ones", "empty", "full", "zeros_like",
+    "ones_like",
     "empty_like", "full_like", "arange", "eye", "manual_seed", "initial_seed", "rand", "randn",
     "randint", "rand_like", "randn_like", "randint_like",
     # elementwise

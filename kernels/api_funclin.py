@@ -17,6 +17,7 @@ import jax.numpy as jnp
 
 from autograd_compile._dtype import of as dtype_of
 from autograd_compile.tensor import Tensor
+from autograd_compile.amp.autocast_mode import autocast_op
 
 from autograd_compile.tracing.fake import TensorMeta
 
@@ -156,6 +157,7 @@ def qr(input: Tensor, some: bool = True, *, out: Any = None) -> _QR:
     return _QR(*K.qr(input, "reduced" if some else "complete"))
 
 
+@autocast_op("pinverse")
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     return _linalg().pinv(input, rtol=rcond)
 

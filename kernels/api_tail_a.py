@@ -26,6 +26,9 @@ from autograd_compile.tracing.fake import TensorMeta
 
 from ._defop import NONDIFF, binary, defop, reduce_grad, unary, wants
 from ._dtypes import can_cast
+from ._shapes import wrap_dim
+from .views import Overlapping, view_of
+from autograd_compile.amp.autocast_mode import autocast_op
 from autograd_compile._dtype import scalar_type_name
 
 _T = Any  # a Tensor or a Python number
@@ -165,27 +168,32 @@ def _addlike(input: Tensor, prod: Tensor, beta: Any, alpha: Any) -> Tensor:
     return (input if beta == 1 else input * beta) + prod
 
 
+@autocast_op("addmm")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``."""
     return _addlike(input, _acg.mm(mat1, mat2), beta, alpha)
 
 
+@autocast_op("addmv")
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * (mat @ vec)``."""
     return _addlike(input, _acg.matmul(mat, vec), beta, alpha)
 
 
+@autocast_op("addr")
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * outer(vec1, vec2)``."""
     return _addlike(input, _acg.outer(vec1, vec2), beta, alpha)
 
 
+@autocast_op("baddbmm")
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
             alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)``."""
     return _addlike(input, _acg.bmm(batch1, batch2), beta, alpha)
 
 
+@autocast_op("addbmm")
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
            alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``."""
@@ -376,21 +384,41 @@ def _mesh(tensors: Sequence[Tensor]) -> list:
 
 
 # -- diagonals ------------------------------------------------------------------------------
-def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-    """The diagonal of the (dim1, dim2) planes, moved to the last dimension."""
+def _diag_dims(input: Tensor, dim1: int, dim2: int) -> tuple[int, int]:
     nd = input.dim()
-    d1, d2 = dim1 % nd, dim2 % nd
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    rest = [i for i in range(nd) if i not in (d1, d2)]
-    x = input.permute(*rest, d1, d2)
-    n, m = x.shape[-2], x.shape[-1]
+    return d1, d2
+
+
+def _diag_index(n: Any, m: Any, offset: int) -> tuple[Tensor, Tensor]:
+    """Row and column indices of the ``offset`` diagonal of an n x m plane."""
     length = builtins.max(0, builtins.min(n + builtins.min(offset, 0),
                                           m - builtins.max(offset, 0)))
-    r0, c0 = builtins.max(-offset, 0), builtins.max(offset, 0)
-    rows = _acg.arange(length) + r0
-    cols = _acg.arange(length) + c0
+    steps = _acg.arange(length)
+    return steps + builtins.max(-offset, 0), steps + builtins.max(offset, 0)
+
+
+def _diagonal_values(input: Tensor, offset: int, d1: int, d2: int) -> Tensor:
+    """The diagonal as a new tensor (not a view)."""
+    rest = [i for i in range(input.dim()) if i not in (d1, d2)]
+    x = input.permute(*rest, d1, d2)
+    rows, cols = _diag_index(x.shape[-2], x.shape[-1], offset)
     return x[..., rows, cols]
+
+
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal of the (dim1, dim2) planes, moved to the last dimension: a view, so an
+    in-place write on it reaches ``input`` (written back by :func:`diagonal_scatter`).
+
+    >>> import autograd_compile as acg
+    >>> x = acg.zeros(2, 2); _ = x.diagonal().fill_(1.0); x.tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    d1, d2 = _diag_dims(input, dim1, dim2)
+    return view_of(_diagonal_values(input, offset, d1, d2), input,
+                   lambda b, v: diagonal_scatter(b, v, offset, d1, d2))
 
 
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
@@ -416,7 +444,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     if input.dim() == 1:
         return diag_embed(input, diagonal)
     if input.dim() == 2:
-        return globals()["diagonal"](input, diagonal)
+        return _diagonal_values(input, diagonal, 0, 1)  # a new tensor, as PyTorch's (no view)
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
 
 
@@ -448,6 +476,7 @@ def argwhere(input: Tensor) -> Tensor:
     return _acg.nonzero(input)
 
 
+@autocast_op("dist")
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """``norm(input - other, p)``."""
     d = (input - other).reshape(-1)
@@ -460,6 +489,7 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     return _acg.norm(d, p)
 
 
+@autocast_op("cdist")
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
           compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """Pairwise p-norm distances between the rows of (batched) ``x1`` and ``x2``."""
@@ -665,8 +695,9 @@ def set_num_interop_threads(int: Any) -> None:  # noqa: A002 - PyTorch's paramet
 
 
 def get_default_device() -> Any:
-    """The device new tensors are created on."""
-    return _acg.device("cpu")
+    """The device new tensors are created on (see ``set_default_device``)."""
+    from .api import DEFAULT_DEVICE
+    return DEFAULT_DEVICE[0] or _acg.device("cpu")
 
 
 def get_deterministic_debug_mode() -> int:
@@ -745,7 +776,7 @@ def detach_copy(input: Tensor) -> Tensor:
 
 def diagonal_copy(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """``diagonal`` as a new tensor."""
-    return diagonal(input, offset, dim1, dim2).clone()
+    return _diagonal_values(input, offset, *_diag_dims(input, dim1, dim2))
 
 
 def expand_copy(input: Tensor, size: Sequence[int], *, implicit: bool = False) -> Tensor:
@@ -755,55 +786,95 @@ def expand_copy(input: Tensor, size: Sequence[int], *, implicit: bool = False) -
 
 def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
                      dim2: int = 1) -> Tensor:
-    """``input`` with ``src`` written on the diagonal (``diagonal(out, ...) == src``)."""
-    nd = input.dim()
-    d1, d2 = dim1 % nd, dim2 % nd
-    ones = _acg.ones_like(diagonal(input, offset, dim1, dim2))
-    if tuple(src.shape) != tuple(ones.shape):
-        raise RuntimeError(f"diagonal_scatter(): expected src to have a size equal to the slice "
-                           f"of self. src size = {list(src.shape)}, slice size = "
-                           f"{list(ones.shape)}")
-    n1, n2 = input.shape[d1], input.shape[d2]
-    mask = diag_embed(ones, offset, d1, d2)
-    emb = diag_embed(src.to(input.dtype), offset, d1, d2)
-    mask, emb = _fit(mask, n1, n2, d1, d2), _fit(emb, n1, n2, d1, d2)
-    return _acg.where(mask.to(_acg.bool), emb, input)
+    """``input`` with ``src`` written on the diagonal (``diagonal(out, ...) == src``): one
+    index_put on the (dim1, dim2) planes, so gradients reach both ``input`` (off the
+    diagonal) and ``src``."""
+    d1, d2 = _diag_dims(input, dim1, dim2)
+    rest = [i for i in range(input.dim()) if i not in (d1, d2)]
+    x = input.permute(d1, d2, *rest)  # the planes first: index_put indexes leading dims
+    rows, cols = _diag_index(x.shape[0], x.shape[1], offset)
+    want = [*x.shape[2:], rows.shape[0]]
+    if list(src.shape) != want:
+        raise RuntimeError(f"expected src to have a size equal to the slice "
+                           f"of self. src size = {list(src.shape)}, slice size = {want}")
+    values = src.to(input.dtype).permute(src.dim() - 1, *range(src.dim() - 1))
+    out = x.index_put((rows, cols), values)
+    back = sorted(range(input.dim()), key=[d1, d2, *rest].__getitem__)
+    return out.permute(*back)
 
 
-def _fit(t: Tensor, n1: int, n2: int, d1: int, d2: int) -> Tensor:
-    """``diag_embed`` builds square planes; cut them to (n1, n2)."""
-    t = _acg.narrow(t, d1, 0, builtins.min(n1, t.shape[d1]))
-    t = _acg.narrow(t, d2, 0, builtins.min(n2, t.shape[d2]))
-    pad = [0] * (2 * t.dim())
-    pad[2 * (t.dim() - 1 - d1) + 1] = n1 - t.shape[d1]
-    pad[2 * (t.dim() - 1 - d2) + 1] = n2 - t.shape[d2]
-    return _acg.nn.functional.pad(t, pad) if builtins.any(pad) else t
+_OUT_OF_BOUNDS = ("setStorage: sizes {size}, strides {stride}, storage offset {offset}, and "
+                  "itemsize {item} requiring a storage size of {need} are out of bounds for "
+                  "storage of size {have}")
 
 
-def _strided_index(size: Sequence[int], stride: Sequence[int], offset: int) -> np.ndarray:
+def _strided_index(input: Tensor, size: Sequence[int], stride: Sequence[int],
+                   offset: int) -> np.ndarray:
+    """The flat (row-major) positions in ``input`` that ``as_strided`` reads, with PyTorch's
+    checks."""
+    size, stride = [int(n) for n in size], [int(st) for st in stride]
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if builtins.any(n < 0 for n in size):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={size} and "
+                           f"strides={stride}")
+    if builtins.any(st < 0 for st in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, "
+                           f"got strides: {stride}")
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    if 0 not in size:
+        last = offset + builtins.sum((n - 1) * st for n, st in zip(size, stride))
+        if last >= input.numel():
+            item = np.dtype(input.dtype).itemsize
+            raise RuntimeError(_OUT_OF_BOUNDS.format(
+                size=size, stride=stride, offset=offset, item=item, need=(last + 1) * item,
+                have=input.numel() * item))
     grids = np.meshgrid(*[np.arange(n) * st for n, st in zip(size, stride)], indexing="ij")
     return (builtins.sum(grids, np.zeros(tuple(size), dtype=np.int64)) + offset).astype(np.int64)
 
 
+def _disjoint(size: Sequence[int], stride: Sequence[int]) -> bool:
+    """Sure that no two positions of an ``as_strided`` view are one element: the strides,
+    smallest first, each step past everything the smaller ones reach (False: maybe not)."""
+    reach = 0
+    for st, n in sorted((int(st), int(n)) for n, st in zip(size, stride) if n > 1):
+        if st <= reach:
+            return False
+        reach += st * (n - 1)
+    return True
+
+
 def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
                storage_offset: int | None = None) -> Tensor:
-    """The elements of ``input``'s row-major storage at ``offset + sum(i_k * stride_k)``
-    (a gather, so the result is a copy that gradients flow through, not a view)."""
-    if len(size) != len(stride):
-        raise RuntimeError("mismatch in length of strides and shape")
-    idx = _strided_index(size, stride, storage_offset or 0)
-    if idx.size and idx.max() >= input.numel():
-        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
-                           f"offset {storage_offset or 0} out of bounds for storage of "
-                           f"{input.numel()} elements")
-    return input.reshape(-1)[_acg.tensor(idx)]
+    """The elements of ``input``'s row-major storage at ``offset + sum(i_k * stride_k)``: a
+    gather, and a view: an in-place write on it reaches ``input`` (scattered back by
+    :func:`as_strided_scatter`). Where two of its elements are one element of ``input``
+    (overlapping strides) only a fill of the view is allowed, as in PyTorch (anything else
+    is PyTorch's internal-overlap error)."""
+    offset = storage_offset or 0
+    idx = _strided_index(input, size, stride, offset)
+    out = input.reshape(-1)[_acg.tensor(idx)]
+    size, stride = list(size), list(stride)
+
+    def write(b: Tensor, v: Tensor) -> Tensor:
+        return as_strided_scatter(b, v, size, stride, offset)
+
+    def overlaps() -> bool:  # counted only when the view is written
+        positions = _strided_index(input, size, stride, offset)
+        return np.unique(positions).size < positions.size
+    return view_of(out, input, write if _disjoint(size, stride) else Overlapping(write, overlaps))
 
 
 def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int], stride: Sequence[int],
                        storage_offset: int | None = None) -> Tensor:
     """``input`` with ``src`` written where ``as_strided(input, size, stride)`` reads."""
-    idx = _acg.tensor(_strided_index(size, stride, storage_offset or 0).reshape(-1))
-    flat = input.reshape(-1).index_put((idx,), src.reshape(-1).to(input.dtype))
+    idx = _strided_index(input, size, stride, storage_offset or 0)
+    if list(src.shape) != list(idx.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(idx.shape)}")
+    flat = input.reshape(-1).index_put((_acg.tensor(idx.reshape(-1)),),
+                                       src.reshape(-1).to(input.dtype))
     return flat.reshape(*input.shape)
 
 
@@ -1084,6 +1155,7 @@ class _Geqrf(NamedTuple):
     tau: Tensor
 
 
+@autocast_op("geqrf")
 def geqrf(input: Tensor) -> _Geqrf:
     """LAPACK's QR in Householder form: R above the diagonal of ``a``, the reflectors below,
     and their scales ``tau`` (not differentiable, as in PyTorch)."""
@@ -1178,7 +1250,7 @@ for _n in ["abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_"
 __all__ = [n for n in list(_G) if not n.startswith("_") and n not in {
     "annotations", "builtins", "math", "os", "Any", "Callable", "NamedTuple", "Sequence", "jnp",
     "np", "Tensor", "NONDIFF", "itertools", "jax", "TensorMeta", "defop", "binary", "reduce_grad", "unary", "wants", "can_cast",
-    "rad2deg_"}] + ["install_tail_a_methods"]
+    "rad2deg_", "wrap_dim", "view_of", "Overlapping", "autocast_op"}] + ["install_tail_a_methods"]
 __all__ = [n for n in __all__ if not hasattr(_acg, n) or n == "install_tail_a_methods"]
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from autograd_compile._dtype import of as dtype_of, scalar_type_name
 from autograd_compile.tensor import Tensor
+from autograd_compile.amp.autocast_mode import autocast_op
 from . import _dtypes as D
 from ._defop import NONDIFF, binary
 
@@ -258,17 +259,20 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str
     return out[0] if scalar_q else out
 
 
+@autocast_op("quantile")
 def quantile(input: Tensor, q: Any, dim: Any = None, keepdim: bool = False, *,
              interpolation: str = "linear") -> Tensor:
     """The q-th quantiles along dim (all elements when dim is None); nan if a slice has nan."""
     return _quantile(input, q, dim, keepdim, interpolation, False)
 
 
+@autocast_op("nanquantile")
 def nanquantile(input: Tensor, q: Any, dim: Any = None, keepdim: bool = False, *,
                 interpolation: str = "linear") -> Tensor:
     return _quantile(input, q, dim, keepdim, interpolation, True)
 
 
+@autocast_op("trace")
 def trace(input: Tensor) -> Tensor:
     if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
@@ -310,6 +314,7 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
 
 # -- linear algebra products ---------------------------------------------------------------
 
+@autocast_op("mv")
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     if input.dim() != 2 or vec.dim() != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
@@ -1096,11 +1101,13 @@ def _resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
     return _reshape_inplace("resize", lambda x: flat.reshape(shape))(self)
 
 
+@autocast_op("orgqr")
 def orgqr(input: Tensor, tau: Tensor) -> Tensor:
     """The first n columns of Q from Householder reflectors (``linalg.householder_product``)."""
     return _acg().linalg.householder_product(input, tau)
 
 
+@autocast_op("ormqr")
 def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,
           transpose: bool = False) -> Tensor:
     """``op(Q) @ other`` (left) or ``other @ op(Q)`` with the full m x m Q of the reflectors."""

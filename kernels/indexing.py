@@ -730,7 +730,7 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
             bases.append(last if last is not None else _read(bases[-1], step))
         else:
             bases.append(_read(bases[-1], step))
-    new = _value_like(value, bases[-1], x.dtype, steps[-1][0] == "index")
+    new = _value_like(value, bases[-1], x.dtype, bool(steps) and steps[-1][0] == "index")
     for step, base in zip(reversed(steps), reversed(bases[:-1])):
         new = _write(base, new, step)
     copy_(x, new)

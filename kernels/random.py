@@ -183,9 +183,8 @@ def _check_distribution(p: Any, n: int, replacement: bool, key: Any) -> None:
     if (a.sum(-1) <= 0).any():
         raise RuntimeError("multinomial: invalid multinomial distribution (sum of probabilities "
                            "<= 0)")
-    if not replacement and ((a > 0).sum(-1) < n).any():
-        raise RuntimeError("multinomial: invalid multinomial distribution (with "
-                           "replacement=False, not enough non-negative category to sample)")
+    # without replacement, fewer non-zero categories than n_sample is no error (PyTorch 2.x):
+    # the non-zero ones come first, then zero-probability ones fill the rest
 
 
 def _multinomial(p: Any, n: int, replacement: bool, key: Any) -> Any:
@@ -193,7 +192,8 @@ def _multinomial(p: Any, n: int, replacement: bool, key: Any) -> Any:
     if replacement:
         draws = jax.random.categorical(_key(key), logits, -1, (n,) + p.shape[:-1])
         return jnp.moveaxis(draws, 0, -1).astype(DEFAULT_INT)
-    # Gumbel top-k: the k largest perturbed log-weights are a draw without replacement
+    # Gumbel top-k: the k largest perturbed log-weights are a draw without replacement; a zero
+    # weight's log is -inf, so zero-probability categories come last (lowest index first)
     noisy = logits + jax.random.gumbel(_key(key), p.shape, logits.dtype)
     return jax.lax.top_k(noisy, n)[1].astype(DEFAULT_INT)
 

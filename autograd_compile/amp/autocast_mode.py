@@ -29,8 +29,8 @@ from ..dispatch.keys import TLS, DispatchKey
 from ..dispatch.library import Library
 from .._dtype import of as dtype_of
 from ..tensor import Tensor
-from .policy import (BANNED, BANNED_MESSAGES, DEFAULT_DTYPES, FP32, FP32_SET_OPT_DTYPE, LOWER,
-                     PROMOTE, TABLES)
+from .policy import (BANNED, BANNED_MESSAGES, DEFAULT_DTYPES, FP32, FP32_SET_OPT_DTYPE, FUSED,
+                     LOWER, PROMOTE, TABLES)
 
 _KEY = DispatchKey.Autocast
 _BIT = _KEY.bit
@@ -190,18 +190,23 @@ def _checked_enabled(device_type: str, dtype: np.dtype, enabled: bool) -> bool:
 
 # -- the dispatch-key kernel -----------------------------------------------------------------
 _NO_POLICY: dict = {}
+_BY_ARGS = ("by arguments", None)  # a fused op: its PyTorch name comes from the call (FUSED)
 _POLICIES: dict[OpOverload, dict[str, tuple[str, int | None]]] = {}
 
 
 def _policies(op: OpOverload) -> dict[str, tuple[str, int | None]]:
-    """``{device: (policy, index of a dtype argument or None)}`` for ``op`` (cached)."""
+    """``{device: (policy, index of a dtype argument or None)}`` for ``op`` (cached); a fused
+    op gets ``_BY_ARGS`` for every device."""
     found = _POLICIES.get(op)
     if found is None:
         found = _NO_POLICY
         if op.qualname.startswith("acg::"):  # only our operator library, as PyTorch's aten
             base = op.name.partition(".")[0]
-            found = {d: (TABLES[d][base], _dtype_arg(op)) for d in _DEVICES
-                     if base in TABLES[d]} or _NO_POLICY
+            if base in FUSED:
+                found = dict.fromkeys(_DEVICES, _BY_ARGS)
+            else:
+                found = {d: (TABLES[d][base], _dtype_arg(op)) for d in _DEVICES
+                         if base in TABLES[d]} or _NO_POLICY
         _POLICIES[op] = found
     return found
 
@@ -211,24 +216,66 @@ def _dtype_arg(op: OpOverload) -> int | None:
     return names.index("dtype") if "dtype" in names else None
 
 
+def _active(dev: str | None) -> bool:
+    """Whether ``dev``'s autocast applies here (on, and not inside a backward it is not in)."""
+    st = _STATE
+    return dev is not None and st.enabled[dev] and st.depth[dev] == _ENGINE.depth
+
+
 def autocast_fallback(op: OpOverload, args: tuple, kwargs: dict) -> Any:
     """The Autocast key's kernel for every op: cast by the table, or go on down."""
     policies = _policies(op)
     if policies:
         dev = _device_of(args, kwargs)
-        st = _STATE
-        if dev in policies and st.enabled[dev] and st.depth[dev] == _ENGINE.depth:
-            return _apply(op, policies[dev], dev, st.dtype[dev], args, kwargs)
+        if dev in policies and _active(dev):
+            entry: tuple | None = policies[dev]
+            if entry is _BY_ARGS:
+                name = FUSED[op.name.partition(".")[0]](op.schema.bind(args, kwargs))
+                policy = TABLES[dev].get(name) if name is not None else None
+                entry = (policy, _dtype_arg(op)) if policy is not None else None
+            if entry is not None:
+                return _apply(op, op.name, entry, dev, _STATE.dtype[dev], args, kwargs)
     return op.redispatch(_KEY, *args, **kwargs)
 
 
-def _apply(op: OpOverload, entry: tuple[str, int | None], dev: str, low: np.dtype,
-           args: tuple, kwargs: dict) -> Any:
-    policy, dtype_at = entry
+def autocast_op(name: str) -> Callable[[Callable], Callable]:
+    """Decorate a Python-level op that PyTorch runs as its one aten op ``name`` (``addmm``,
+    ``prelu``, ``kl_div``: compositions of other ops here). Inside an autocast its tensor
+    arguments are cast by ``name``'s policy (:mod:`.policy`; a ``dtype=`` keyword counts as
+    an explicit dtype), and its body runs with autocast off, as PyTorch's kernel does: the
+    ops it is built of are not cast again, and an op in no table runs in its inputs' types
+    (``dot`` on CPU stays float32 although it is a matmul here). Outside an autocast it
+    costs one flag test.
+
+    >>> import autograd_compile as acg
+    >>> with acg.autocast("cpu"):
+    ...     str(acg.addmm(acg.zeros(2, 2), acg.ones(2, 3), acg.ones(3, 2)).dtype)
+    'torch.bfloat16'
+    """
+    def decorate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def op(*args: Any, **kwargs: Any) -> Any:
+            if not TLS.included & _BIT or TLS.excluded & _BIT:
+                return fn(*args, **kwargs)
+            dev = _device_of(args, kwargs)
+            if not _active(dev):
+                return fn(*args, **kwargs)
+            policy = TABLES[dev].get(name)
+            entry = (policy, None) if policy is not None else None
+            return _apply(fn, name, entry, dev, _STATE.dtype[dev], args, kwargs)
+        return op
+    return decorate
+
+
+def _apply(fn: Callable, name: str, entry: tuple[str, int | None] | None, dev: str,
+           low: np.dtype, args: tuple, kwargs: dict) -> Any:
+    """Cast by ``entry`` (None: no cast), then run ``fn`` with the Autocast key off."""
+    policy, dtype_at = entry if entry is not None else (None, None)
     if policy == BANNED:
-        raise RuntimeError(BANNED_MESSAGES[op.name.partition(".")[0]])
-    if policy == FP32_SET_OPT_DTYPE and _explicit_dtype(args, kwargs, dtype_at):
-        target = None  # an explicit dtype= is respected
+        raise RuntimeError(BANNED_MESSAGES[name.partition(".")[0]])
+    if policy is None or (policy == FP32_SET_OPT_DTYPE and
+                          _explicit_dtype(args, kwargs, dtype_at)):
+        target = None  # no policy, or an explicit dtype= (respected)
     elif policy == LOWER:
         target = low
     elif policy == PROMOTE:
@@ -242,16 +289,15 @@ def _apply(op: OpOverload, entry: tuple[str, int | None], dev: str, low: np.dtyp
     old = TLS.excluded
     TLS.excluded = old | _BIT  # the op's own decomposition is not autocast again (PyTorch)
     try:
-        return op(*args, **kwargs)
+        return fn(*args, **kwargs)
     finally:
         TLS.excluded = old
 
 
 def _explicit_dtype(args: tuple, kwargs: dict, at: int | None) -> bool:
-    if at is None:
-        return False
-    value = kwargs.get("dtype") if "dtype" in kwargs else (args[at] if at < len(args) else None)
-    return value is not None
+    if "dtype" in kwargs:
+        return kwargs["dtype"] is not None
+    return at is not None and at < len(args) and args[at] is not None
 
 
 def _tensors(values: Any) -> list[Tensor]:

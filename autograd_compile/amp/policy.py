@@ -20,11 +20,22 @@ Policies:
 
 Only tensors that are floating, not float64, and on the autocast's device are cast.
 
+Our ops reach these names three ways: an op of the same name (``mm``, ``linear``); one of our
+fused ops that covers several of PyTorch's (``conv_transpose`` is conv_transpose1d/2d/3d,
+``pad`` is reflection_pad2d and the others): :data:`FUSED` names the PyTorch op from the
+call's arguments; or a Python-level function that PyTorch runs as one aten op (``addmm``,
+``prelu``, ``kl_div``: a composition of other ops here), decorated with
+:func:`.autocast_mode.autocast_op` under PyTorch's name: it takes that name's policy, and its
+body runs with autocast off, as PyTorch's kernel does, so the ops it is built of are not cast
+again (``dot`` on CPU stays float32 although it is a matmul here).
+
 >>> from autograd_compile.amp.policy import policy_of
 >>> policy_of("cuda", "softmax.int"), policy_of("cpu", "softmax.int"), policy_of("cpu", "mm")
 ('fp32_set_opt_dtype', None, 'lower')
 """
 from __future__ import annotations
+
+from typing import Any, Callable
 
 LOWER, FP32, FP32_SET_OPT_DTYPE, PROMOTE, BANNED = (
     "lower", "fp32", "fp32_set_opt_dtype", "promote", "banned")
@@ -117,6 +128,50 @@ BANNED_MESSAGES = {
 }
 
 
-def policy_of(device_type: str, op_name: str) -> str | None:
-    """The policy of an op (its name, overload allowed) under ``device_type``'s autocast."""
-    return TABLES[device_type].get(op_name.partition(".")[0])
+# -- our fused ops: PyTorch's op name from the arguments (in schema order) --------------------
+def _by_rank(prefix: str, at: int) -> Callable[[list], str]:
+    """``{prefix}{n}d``, n the length of the per-dim list argument ``at``."""
+    return lambda args: f"{prefix}{len(args[at])}d"
+
+
+def _pad(args: list) -> str | None:
+    """pad(self, pad, mode, value): reflect / replicate have an op per rank; constant and
+    circular are compositions in PyTorch (not autocast)."""
+    kind = {"reflect": "reflection_pad", "replicate": "replication_pad"}.get(args[2])
+    return f"{kind}{len(args[1]) // 2}d" if kind else None
+
+
+def _hermitian_fft(name: str) -> Callable[[list], str]:
+    """fft_hfftn / fft_ihfftn(self, s, dim, norm): hfft / ihfft when one dim is transformed."""
+    def resolve(args: list) -> str:
+        x, s, dim = args[0], args[1], args[2]
+        n = len(dim) if dim is not None else len(s) if s is not None else x.ndim
+        return name if n == 1 else name + "n"
+    return resolve
+
+
+FUSED: dict[str, Callable[[list], str | None]] = {
+    "conv_transpose": _by_rank("conv_transpose", 3),  # (input, weight, bias, stride, ...)
+    "max_pool_nd_with_indices": _by_rank("max_pool", 1),  # (self, kernel_size, ...)
+    "avg_pool_nd": _by_rank("avg_pool", 1),
+    "adaptive_avg_pool_nd": _by_rank("adaptive_avg_pool", 1),  # (self, output_size)
+    "adaptive_max_pool_nd": _by_rank("adaptive_max_pool", 1),
+    "fractional_max_pool_nd": _by_rank("fractional_max_pool", 1),
+    "pad": _pad,
+    "upsample_nd": lambda args: f"upsample_{args[2]}{len(args[1])}d",  # (self, size, mode)
+    "fft_hfftn": _hermitian_fft("fft_hfft"),
+    "fft_ihfftn": _hermitian_fft("fft_ihfft"),
+}
+
+
+def policy_of(device_type: str, op_name: str, args: Any = None) -> str | None:
+    """The policy of an op (its name, overload allowed) under ``device_type``'s autocast; a
+    fused op's (:data:`FUSED`) needs its arguments in schema order.
+
+    >>> policy_of("cpu", "conv_transpose", [None, None, None, [1, 1]])
+    'lower'
+    """
+    base = op_name.partition(".")[0]
+    if base in FUSED:
+        base = FUSED[base](args) if args is not None else None
+    return TABLES[device_type].get(base) if base is not None else None

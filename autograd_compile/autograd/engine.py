@@ -503,7 +503,7 @@ def _batched_grad(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: bo
                   create_graph: bool, allow_unused: bool | None, materialize_grads: bool
                   ) -> tuple[Tensor | None, ...]:
     """``grad`` once per entry of the grad outputs' leading dimension, results stacked."""
-    from ..kernels.api import stack
+    from ..dispatch.library import ops  # (the op itself: kernels.api imports amp, which imports us)
     gos = _as_list(grad_outputs)
     if grad_outputs is None or not gos or any(not isinstance(g, Tensor) or not g.shape
                                               for g in gos):
@@ -513,7 +513,7 @@ def _batched_grad(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: bo
     rows = [grad(outputs, inputs, [g[b] for g in gos], True if b < n - 1 else retain_graph,
                  create_graph, allow_unused=allow_unused, materialize_grads=materialize_grads)
             for b in range(n)]
-    return tuple(None if col[0] is None else stack(list(col)) for col in zip(*rows))
+    return tuple(None if col[0] is None else ops.acg.stack(list(col)) for col in zip(*rows))
 
 
 ENGINE_BACKWARD.append(backward)  # Tensor.backward calls it

@@ -20,6 +20,7 @@ from ..kernels import api as _api
 from ..kernels import losses as _losses
 from ..kernels import nn as _nn
 from ..kernels._dtypes import as_dtype
+from ..amp.autocast_mode import autocast_op
 from ..tensor import Tensor
 
 __all__ = ["threshold", "threshold_", "relu_", "relu6", "hardtanh", "hardtanh_", "elu", "elu_",
@@ -144,6 +145,7 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     return leaky_relu(input, negative_slope, inplace=True)
 
 
+@autocast_op("prelu")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x for x > 0, weight * x otherwise; ``weight`` has 1 element or one per channel (dim 1).
 

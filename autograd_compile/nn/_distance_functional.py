@@ -22,6 +22,7 @@ from ..kernels import api as _api
 from ..kernels import api_select as _select
 from ..kernels import attention as _attn
 from ..kernels._dtypes import as_dtype
+from ..amp.autocast_mode import autocast_op
 from ..tensor import Tensor
 
 _INT64 = as_dtype("int64")
@@ -90,6 +91,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     return vector_norm(rows_i - rows_j, p, -1)
 
 
+@autocast_op("bilinear")
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None
              ) -> Tensor:
     """y_k = x1^T W_k x2 + b_k over any leading dims; ``weight`` [out, in1, in2].

@@ -19,6 +19,7 @@ from ..kernels import ctc as _ctc
 from ..kernels import losses as _losses
 from ..kernels import nn as _nn
 from ..kernels._dtypes import is_float
+from ..amp.autocast_mode import autocast_op
 from ..tensor import Tensor
 from ._activation_functional import logsigmoid
 from ._cross_entropy import cross_entropy
@@ -54,6 +55,7 @@ def _xlogy(x: Tensor) -> Tensor:
     return _api.where(zero, 0.0, x * _api.where(zero, 1.0, x).log())
 
 
+@autocast_op("kl_div")
 def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
            reduce: bool | None = None, reduction: str = "mean", log_target: bool = False
            ) -> Tensor:
@@ -84,6 +86,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
     return out / input.shape[0] if reduction == "batchmean" and input.ndim else out
 
 
+@autocast_op("huber_loss")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); ``weight`` per element."""
@@ -104,6 +107,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return _reduce(loss, reduction)
 
 
+@autocast_op("soft_margin_loss")
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
                      reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """log(1 + exp(-target * input)), targets in {1, -1}."""
@@ -121,6 +125,7 @@ def _class_dim_checks(name: str, input: Tensor, target: Tensor) -> None:
                            f"{list(target.shape)}")
 
 
+@autocast_op("multi_margin_loss")
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
                       weight: Tensor | None = None, size_average: bool | None = None,
                       reduce: bool | None = None, reduction: str = "mean") -> Tensor:
@@ -145,6 +150,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     return _reduce(loss, reduction)
 
 
+@autocast_op("multilabel_margin_loss")
 def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
                            reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Multi-label hinge: ``target`` lists each sample's classes, ended by the first -1;
@@ -191,6 +197,7 @@ def _same_ndim(anchor: Tensor, positive: Tensor, negative: Tensor) -> None:
                            f"negative {n}D inputs")
 
 
+@autocast_op("triplet_margin_loss")
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0,
                         p: float = 2, eps: float = 1e-6, swap: bool = False,
                         size_average: bool | None = None, reduce: bool | None = None,
@@ -268,6 +275,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     return loss.reshape([]) if unbatched else loss
 
 
+@autocast_op("poisson_nll_loss")
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
                      size_average: bool | None = None, eps: float = 1e-8,
                      reduce: bool | None = None, reduction: str = "mean") -> Tensor:
@@ -310,6 +318,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
     return _reduce(loss, reduction)
 
 
+@autocast_op("cosine_embedding_loss")
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
                           size_average: bool | None = None, reduce: bool | None = None,
                           reduction: str = "mean") -> Tensor:
@@ -333,6 +342,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
     return _reduce(pos + neg, reduction)
 
 
+@autocast_op("margin_ranking_loss")
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
                         size_average: bool | None = None, reduce: bool | None = None,
                         reduction: str = "mean") -> Tensor:
@@ -346,6 +356,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
     return _reduce(((input1 - input2) * -target + margin).clamp_min(0), reduction)
 
 
+@autocast_op("hinge_embedding_loss")
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:

@@ -27,6 +27,7 @@ import numpy as np
 from ..kernels import api as _api
 from ..kernels.api_select import linspace as _linspace
 from ..kernels._dtypes import is_float
+from ..amp.autocast_mode import autocast_op
 from ..tensor import Tensor
 
 __all__ = ["affine_grid", "grid_sample"]
@@ -266,6 +267,7 @@ def _bicubic(input: Tensor, coords: list[Tensor], padding_mode: str,
     return out
 
 
+@autocast_op("grid_sampler")
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
                 align_corners: bool | None = None) -> Tensor:
     """Samples ``input`` ``[N, C, *in]`` at the normalised locations ``grid`` ``[N, *out, n]``

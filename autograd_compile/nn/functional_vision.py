@@ -20,6 +20,7 @@ from ..kernels import api as _api
 from ..kernels import conv as _conv
 from ..kernels import vision as _v
 from ..kernels._dtypes import is_float
+from ..amp.autocast_mode import autocast_op
 from ..tensor import Tensor
 
 __all__ = [
@@ -316,6 +317,7 @@ def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any =
     return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
 
 
+@autocast_op("max_unpool2d")
 def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
                  padding: Any = 0, output_size: Any = None) -> Tensor:
     """Partial inverse of max_pool2d: values back at their flat H*W indices, zeros elsewhere.
@@ -329,6 +331,7 @@ def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any =
     return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
 
 
+@autocast_op("max_unpool3d")
 def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
                  padding: Any = 0, output_size: Any = None) -> Tensor:
     """Partial inverse of max_pool3d."""
