@@ -51,6 +51,10 @@ from . import nn, optim, utils  # noqa: E402
 from . import backends, compiled_autograd  # noqa: E402
 from ._flags import *  # noqa: E402,F401,F403
 from ._types import Size, finfo, iinfo  # noqa: E402,F401
+from . import version  # noqa: E402
+from .version import __version__  # noqa: E402,F401
+from ._printing import get_printoptions, set_printoptions  # noqa: E402,F401
+from ._python_api import _assert, broadcast_shapes, e, inf, nan, newaxis, pi  # noqa: E402,F401
 from . import distributed  # noqa: E402
 from .nn import parallel as _nn_parallel  # noqa: E402,F401  (acg.nn.parallel)
 nn.DataParallel = _nn_parallel.DataParallel  # (nn imports before distributed, parallel after)
@@ -100,3 +104,4 @@ _install_tail_c(Tensor)
 # -- torch._foreach_*: an op over lists of tensors (after every op above exists)
 from . import _foreach  # noqa: E402
 _foreach.install(globals())
+from . import jit, testing  # noqa: E402  (torch.jit, torch.testing)

@@ -19,6 +19,7 @@ class Size(tuple):
     ``Tensor.shape`` and ``Tensor.size()`` return one; as in PyTorch, slicing, ``+`` and
     ``*`` keep the type (``x.shape[1:].numel()``), and an op given one reads a tuple.
 
+    >>> import autograd_compile as acg
     >>> s = acg.zeros(2, 3, 4).shape
     >>> s, s[1:].numel(), (1,) + s
     (acg.Size([2, 3, 4]), 12, acg.Size([1, 2, 3, 4]))

@@ -84,6 +84,31 @@ class RemovableHandle:
         self.remove()
 
 
+class UntypedStorage:
+    """``t.untyped_storage()``: the storage's identity and size (``data_ptr()``, ``nbytes()``),
+    which code reads to find tensors that share memory."""
+
+    __slots__ = ("_tensor",)
+
+    def __init__(self, tensor: "Tensor") -> None:
+        self._tensor = tensor
+
+    def data_ptr(self) -> int:
+        return self._tensor.data_ptr()
+
+    def nbytes(self) -> int:
+        return self._tensor.nbytes
+
+    def size(self) -> int:
+        return self._tensor.nbytes
+
+    __len__ = size
+
+    @property
+    def device(self) -> Any:
+        return self._tensor.device
+
+
 class HookDict(OrderedDict):
     """An ordered id -> hook map that can be referenced weakly by handles."""
 
@@ -276,11 +301,37 @@ class Tensor:
         ENGINE_BACKWARD[0](self, gradient, retain_graph, create_graph, inputs)
 
     def detach(self) -> "Tensor":
-        """A new tensor with the same value and no autograd history."""
-        if type(self) is Tensor and not TLS.mode_stack:
-            return _make(self._store)
-        from .dispatch.library import ops
-        return ops.acg.detach(self)  # an op, so modes and subclasses see it
+        """A new tensor with the same value and no autograd history, sharing this one's
+        storage as in PyTorch: in-place ops on it change this tensor too (an EMA's
+        ``ema_p.detach().mul_(d)``, ``state_dict()`` values), outside autograd as ``.data``.
+        (A later in-place op on this tensor is not seen by the detached one.)
+
+        >>> import autograd_compile as acg
+        >>> p = acg.nn.Parameter(acg.ones(2))
+        >>> _ = p.detach().mul_(3.0)
+        >>> p.tolist()
+        [3.0, 3.0]
+        """
+        if self._acg_keys == _PLAIN_KEYS and not TLS.mode_stack:  # (Parameters too)
+            out = _make(self._store)
+        else:
+            from .dispatch.library import ops
+            out = ops.acg.detach(self)  # an op, so modes and subclasses see it
+        if out is not self and isinstance(out, Tensor) and (type(out) is Tensor or
+                                                            self._store is not None):
+            # in-place writes on it land in self (a trace's fake of a real tensor keeps
+            # the mark too: the trace then runs such a write eagerly, see aot/trace.py)
+            out._base_meta = (self, DATA_ALIAS)
+        return out
+
+    def __getstate__(self) -> Any:
+        """Copies and pickles of a view or alias are tensors of their own (no base)."""
+        state = object.__getstate__(self)
+        slots = state[1] if isinstance(state, tuple) else None
+        if slots and slots.get("_base_meta") is not None:
+            slots = dict(slots, _base_meta=None)
+            state = (state[0], slots)
+        return state
 
     def _shallow_alias(self) -> "Tensor":
         """A new plain tensor object over the same value (subclasses keep their extras)."""
@@ -345,6 +396,24 @@ class Tensor:
     def element_size(self) -> int:
         """Bytes per element (``t.element_size() * t.numel()`` is ``t.nbytes``)."""
         return np.dtype(self.dtype).itemsize
+
+    def data_ptr(self) -> int:
+        """An int naming this tensor's storage: equal for tensors sharing it (tied weights,
+        ``detach()``), as PyTorch's address is; an in-place op may give a new one."""
+        return id(self._store)
+
+    def storage_offset(self) -> int:
+        return 0  # (a view is its own value here: it starts its storage)
+
+    def untyped_storage(self) -> "UntypedStorage":
+        return UntypedStorage(self)
+
+    def share_memory_(self) -> "Tensor":
+        """A no-op: workers receive tensors by value (see acg.multiprocessing)."""
+        return self
+
+    def is_shared(self) -> bool:
+        return False
 
     @property
     def itemsize(self) -> int:
@@ -427,7 +496,9 @@ class Tensor:
         values = _host_read(self._store, "print")
         if values.dtype.kind == "V":  # bfloat16, float8: numpy prints them as integers
             values = values.astype(np.float32)
-        body = np.array2string(values, separator=", ", prefix="tensor(")
+        from ._printing import array2string_options
+        body = np.array2string(values, separator=", ", prefix="tensor(",
+                               **array2string_options())
         # as PyTorch: the dtype is shown unless it is the default float, int64 or bool
         implied = self.dtype in (_default_float(), _INT64, _BOOL)
         extra = "" if implied else f", dtype={self.dtype}"
@@ -439,6 +510,7 @@ class Tensor:
 
 
 _INT64, _BOOL = np.dtype("int64"), np.dtype("bool")
+_PLAIN_KEYS = Tensor._acg_keys  # a subclass with these keys adds no op handling of its own
 
 
 def _default_float() -> Any:

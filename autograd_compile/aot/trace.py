@@ -38,7 +38,7 @@ from ..fx.naming import sanitize
 from ..modes import DispatchMode
 from ..tracing.proxy_tensor import ProxyTracer, track_tensor_tree, tracing
 from ..tracing.symbolic_shapes import ShapeEnv, is_symbolic
-from ..tensor import Tensor
+from ..tensor import DATA_ALIAS, Tensor
 from .escape import Sink, Sinks
 from .guards import SizeGuards
 from .tree import flatten, unflatten
@@ -159,8 +159,19 @@ class _SwapMode(DispatchMode):
 
     def __acg_dispatch__(self, func: Any, types: tuple, args: tuple = (),
                          kwargs: dict | None = None) -> Any:
+        schema = func.schema
+        if schema is not None and schema.is_mutable and args and _alias_of_real(args[0]):
+            raise NotTraceable(f"{func.qualname} writes through .data or .detach() of a tensor "
+                               "(storage shared with it); that write runs eagerly")
         swap = self.state.swap
         return func(*swap(args), **{k: swap(v) for k, v in (kwargs or {}).items()})
+
+
+def _alias_of_real(t: Any) -> bool:
+    """``t`` is ``x.data`` or ``x.detach()`` of a real tensor: a write must reach ``x``, which
+    the trace (which writes back to the tensors it was given) cannot do."""
+    meta = getattr(t, "_base_meta", None)
+    return meta is not None and meta[1] is DATA_ALIAS and not isinstance(meta[0], FakeTensor)
 
 
 @contextlib.contextmanager

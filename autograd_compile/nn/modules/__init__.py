@@ -4,7 +4,7 @@ classes of ``acg.nn`` that PyTorch keeps there (generated from torch's layout)."
 from . import (  # noqa: F401
     activation, adaptive, batchnorm, channelshuffle, container, conv, distance, dropout, flatten,
     fold, instancenorm, lazy, linear, linear_cross_entropy_options, loss, module, normalization,
-    padding, pixelshuffle, pooling, rnn, sparse, transformer, upsampling)
+    padding, pixelshuffle, pooling, rnn, sparse, transformer, upsampling, utils)
 from .activation import *  # noqa: F401,F403
 from .adaptive import *  # noqa: F401,F403
 from .batchnorm import *  # noqa: F401,F403

@@ -6,3 +6,4 @@ __all__ = [
     'BatchNorm1d', 'BatchNorm2d', 'BatchNorm3d', 'LazyBatchNorm1d', 'LazyBatchNorm2d',
     'LazyBatchNorm3d', 'SyncBatchNorm',
 ]
+from ..norm import _NormBase, _BatchNorm  # noqa: E402,F401  (base classes)

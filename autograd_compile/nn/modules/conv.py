@@ -10,3 +10,4 @@ __all__ = [
     'LazyConv1d', 'LazyConv2d', 'LazyConv3d', 'LazyConvTranspose1d', 'LazyConvTranspose2d',
     'LazyConvTranspose3d',
 ]
+from ..conv import _ConvNd, _ConvTransposeNd  # noqa: E402,F401  (base classes)

@@ -6,3 +6,4 @@ __all__ = [
     'InstanceNorm1d', 'InstanceNorm2d', 'InstanceNorm3d', 'LazyInstanceNorm1d',
     'LazyInstanceNorm2d', 'LazyInstanceNorm3d',
 ]
+from ..norm import _InstanceNorm  # noqa: E402,F401  (base classes)

@@ -14,3 +14,4 @@ __all__ = [
     'MultiLabelSoftMarginLoss', 'MultiMarginLoss', 'NLLLoss', 'NLLLoss2d', 'PoissonNLLLoss',
     'SmoothL1Loss', 'SoftMarginLoss', 'TripletMarginLoss', 'TripletMarginWithDistanceLoss',
 ]
+from ..loss import _Loss, _WeightedLoss  # noqa: E402,F401  (base classes)

@@ -2,3 +2,4 @@
 from ..module import Module  # noqa: F401
 
 __all__ = ['Module']
+from ..module import _IncompatibleKeys  # noqa: E402,F401  (base classes)

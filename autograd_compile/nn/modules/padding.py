@@ -9,3 +9,4 @@ __all__ = [
     'ConstantPad3d', 'ReflectionPad1d', 'ReflectionPad2d', 'ReflectionPad3d', 'ReplicationPad1d',
     'ReplicationPad2d', 'ReplicationPad3d', 'ZeroPad1d', 'ZeroPad2d', 'ZeroPad3d',
 ]
+from ..padding import _ConstantPadNd  # noqa: E402,F401  (base classes)

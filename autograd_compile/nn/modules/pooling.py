@@ -11,3 +11,4 @@ __all__ = [
     'FractionalMaxPool2d', 'FractionalMaxPool3d', 'LPPool1d', 'LPPool2d', 'LPPool3d', 'MaxPool1d',
     'MaxPool2d', 'MaxPool3d', 'MaxUnpool1d', 'MaxUnpool2d', 'MaxUnpool3d',
 ]
+from ..pooling import _MaxUnpoolNd, _LPPoolNd, _AdaptiveMaxPoolNd  # noqa: E402,F401  (base classes)
