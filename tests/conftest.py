@@ -69,3 +69,23 @@ def mode(request) -> ExecMode:
 def assert_close(actual, expected, rtol: float = 1e-6, atol: float = 1e-6) -> None:
     import numpy as np
     np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=rtol, atol=atol)
+
+
+def numeric_grad(f, x, eps: float = 1e-6):
+    """Central differences of the scalar ``f`` at the numpy array ``x`` (a float64 oracle)."""
+    import numpy as np
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[i] = eps
+        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
+    return g
+
+
+def outcome(fn, *args, **kwargs):
+    """(exception type name, message) of a call, None when it passes: compares errors."""
+    try:
+        fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001
+        return type(e).__name__, str(e)
+    return None

@@ -10,7 +10,7 @@ import pytest
 
 import autograd_compile as acg
 import autograd_compile.nn.functional as F
-from conftest import assert_close
+from conftest import assert_close, numeric_grad
 
 
 def _leaf(a: np.ndarray) -> acg.Tensor:
@@ -306,15 +306,6 @@ def test_cross_entropy_every_combination_matches_numpy(shape, probs, weighted, l
         assert_close(got, want, rtol=1e-10, atol=1e-12)
 
 
-def _numeric_grad(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return g
-
-
 @pytest.mark.parametrize("shape", [(5,), (4, 5), (2, 5, 3)], ids=["1d", "2d", "3d"])
 @pytest.mark.parametrize("tier", ["host", "xla"])
 def test_cross_entropy_gradient_is_one_op_and_matches_numeric(shape, tier) -> None:
@@ -337,7 +328,7 @@ def test_cross_entropy_gradient_is_one_op_and_matches_numeric(shape, tier) -> No
             loss = F.cross_entropy(x, acg.tensor(t), None if w is None else acg.tensor(w),
                                    ignore_index=3, reduction=reduction, label_smoothing=ls)
             loss.backward(acg.tensor(g0))
-        want = _numeric_grad(lambda v: (g0 * _np_cross_entropy(v, t, w, reduction, 3, ls,
+        want = numeric_grad(lambda v: (g0 * _np_cross_entropy(v, t, w, reduction, 3, ls,
                                                                False)).sum(), x0)
         assert_close(x.grad, want, rtol=1e-6, atol=1e-8)
     x = _leaf(x0)
@@ -355,7 +346,7 @@ def test_cross_entropy_gradient_in_every_mode(mode) -> None:
     loss = F.cross_entropy(x, acg.tensor(t), acg.tensor(w), ignore_index=2, label_smoothing=0.2)
     with mode():
         loss.backward()
-    want = _numeric_grad(lambda v: _np_cross_entropy(v, t, w, "mean", 2, 0.2, False), x0)
+    want = numeric_grad(lambda v: _np_cross_entropy(v, t, w, "mean", 2, 0.2, False), x0)
     assert_close(x.grad, want, rtol=1e-6, atol=1e-8)
 
 
@@ -383,10 +374,10 @@ def test_layer_norm_gradient_is_one_op_and_matches_numeric(affine, tier) -> None
         F.layer_norm(x, (4,), w, b).backward(acg.tensor(g0))
     assert _xp.STATS["layer_norm_backward"] == before + (tier == "host")
     wv, bv = (w0 if affine[0] else None), (b0 if affine[1] else None)
-    assert_close(x.grad, _numeric_grad(lambda v: (g0 * _np_layer_norm(v, (4,), wv, bv)).sum(),
+    assert_close(x.grad, numeric_grad(lambda v: (g0 * _np_layer_norm(v, (4,), wv, bv)).sum(),
                                        x0), rtol=1e-6, atol=1e-8)
     if affine[0]:
-        assert_close(w.grad, _numeric_grad(lambda v: (g0 * _np_layer_norm(x0, (4,), v, bv)).sum(),
+        assert_close(w.grad, numeric_grad(lambda v: (g0 * _np_layer_norm(x0, (4,), v, bv)).sum(),
                                            w0), rtol=1e-6, atol=1e-8)
     if affine[1]:
         assert_close(b.grad, g0.sum((0, 1)), rtol=1e-12)

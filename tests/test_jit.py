@@ -16,14 +16,7 @@ import autograd_compile as acg
 import autograd_compile.jit as jit
 from autograd_compile import nn
 from autograd_compile.testing import assert_close
-
-
-def _outcome(fn, *args, **kwargs):
-    try:
-        fn(*args, **kwargs)
-    except Exception as e:  # noqa: BLE001
-        return type(e).__name__, str(e)
-    return None
+from conftest import outcome
 
 
 def _np(t):
@@ -275,7 +268,7 @@ def test_decorators_keep_functions_callable():
                          (M.debug, torch.jit.unused(lambda: 0)),
                          (M.extra, torch.jit.export(lambda: 0))]:
         assert ours._torchscript_modifier == theirs._torchscript_modifier
-    assert _outcome(jit.ignore, "x") == _outcome(torch.jit.ignore, "x")
+    assert outcome(jit.ignore, "x") == outcome(torch.jit.ignore, "x")
     assert jit.is_scripting() is False and jit.is_tracing() is False
     assert torch.jit.is_scripting() is False
     assert jit.script_if_tracing(hard_sigmoid) is hard_sigmoid
@@ -370,11 +363,11 @@ def test_trace_errors_match_torch():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         for ours, theirs in zip(_input_cases(x, acg), _input_cases(tx, torch)):
-            a = _outcome(jit.trace, lambda p, q: p, ours)
-            assert a is not None and a == _outcome(torch.jit.trace, lambda p, q: p, theirs)
+            a = outcome(jit.trace, lambda p, q: p, ours)
+            assert a is not None and a == outcome(torch.jit.trace, lambda p, q: p, theirs)
         for out in [lambda v: None, lambda v: (v, 3), lambda v: 3, lambda v: {"a": v}]:
-            a = _outcome(jit.trace, out, (x,))
-            assert a is not None and a == _outcome(torch.jit.trace, out, (tx,))
+            a = outcome(jit.trace, out, (x,))
+            assert a is not None and a == outcome(torch.jit.trace, out, (tx,))
         # strict=False allows mutable containers; a list output warns under strict
         assert jit.trace(lambda v: {"a": v}, (x,), strict=False)(x)["a"] is not None
         with pytest.warns(jit.TracerWarning, match="Encountering a list"):
@@ -551,8 +544,8 @@ def test_load_errors(tmp_path):
     with pytest.raises(RuntimeError, match="acg.load"):
         jit.load(str(tmp_path / "sd.pt"))
     missing = str(tmp_path / "nope.pt")
-    assert _outcome(jit.load, missing) == _outcome(torch.jit.load, missing)
-    assert _outcome(jit.load, str(tmp_path)) == _outcome(torch.jit.load, str(tmp_path))
+    assert outcome(jit.load, missing) == outcome(torch.jit.load, missing)
+    assert outcome(jit.load, str(tmp_path)) == outcome(torch.jit.load, str(tmp_path))
     (tmp_path / "junk.pt").write_bytes(b"not a zip")
     with pytest.raises(RuntimeError, match="not a file written by jit.save"):
         jit.load(str(tmp_path / "junk.pt"))
@@ -562,10 +555,10 @@ def test_load_errors(tmp_path):
 def test_freeze_and_optimize_for_inference_match_torch():
     torch = pytest.importorskip("torch")
     m, tm = Net(), _torch_net(torch)
-    assert _outcome(jit.freeze, m) == _outcome(torch.jit.freeze, tm)
-    assert _outcome(jit.freeze, jit.script(m)) == _outcome(torch.jit.freeze, torch.jit.script(tm))
-    assert _outcome(jit.optimize_for_inference, m) == \
-        _outcome(torch.jit.optimize_for_inference, tm)
+    assert outcome(jit.freeze, m) == outcome(torch.jit.freeze, tm)
+    assert outcome(jit.freeze, jit.script(m)) == outcome(torch.jit.freeze, torch.jit.script(tm))
+    assert outcome(jit.optimize_for_inference, m) == \
+        outcome(torch.jit.optimize_for_inference, tm)
     s = jit.script(m).eval()
     f = jit.freeze(s)
     tf = torch.jit.freeze(torch.jit.script(tm).eval())
@@ -594,7 +587,7 @@ def test_fork_wait_and_future():
 
     def boom():
         raise ValueError("x")
-    assert _outcome(jit.fork, boom) == _outcome(torch.jit.fork, boom)
+    assert outcome(jit.fork, boom) == outcome(torch.jit.fork, boom)
     f = jit.Future()
     seen = []
     f.add_done_callback(lambda g: seen.append(g.value()))
@@ -615,8 +608,8 @@ def test_fusion_settings_match_torch():
     try:
         assert old == told
         assert jit.set_fusion_strategy([("STATIC", 1)]) == [("DYNAMIC", 3)]
-        assert _outcome(jit.set_fusion_strategy, [("FOO", 1)]) == \
-            _outcome(torch.jit.set_fusion_strategy, [("FOO", 1)])
+        assert outcome(jit.set_fusion_strategy, [("FOO", 1)]) == \
+            outcome(torch.jit.set_fusion_strategy, [("FOO", 1)])
     finally:
         jit.set_fusion_strategy(old), torch.jit.set_fusion_strategy(told)
     assert jit.onednn_fusion_enabled() == torch.jit.onednn_fusion_enabled() == False  # noqa: E712
@@ -625,8 +618,8 @@ def test_fusion_settings_match_torch():
     jit.enable_onednn_fusion(False)
     with jit.fuser("fuser1"), jit.optimized_execution(False), jit.strict_fusion():
         pass
-    assert _outcome(lambda: jit.fuser("bad").__enter__()) == \
-        _outcome(lambda: torch.jit.fuser("bad").__enter__())
+    assert outcome(lambda: jit.fuser("bad").__enter__()) == \
+        outcome(lambda: torch.jit.fuser("bad").__enter__())
 
 
 def test_public_names_cover_torch_jit():

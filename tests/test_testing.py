@@ -13,18 +13,10 @@ import pytest
 import autograd_compile as acg
 import autograd_compile.testing as testing
 from autograd_compile.testing import assert_close, make_tensor
+from conftest import outcome
 
 DTYPES = ["float16", "bfloat16", "float32", "float64", "complex64", "complex128", "int8", "uint8",
           "int32", "int64", "bool"]
-
-
-def _outcome(fn, *args, **kwargs):
-    """(exception type name, message) of a call, None when it passes."""
-    try:
-        fn(*args, **kwargs)
-    except Exception as e:  # noqa: BLE001
-        return type(e).__name__, str(e)
-    return None
 
 
 def _to_torch(x, torch):
@@ -71,8 +63,8 @@ def test_assert_close_passes_and_fails_with_torchs_message(dtype):
         a = acg.tensor(a).to(getattr(acg, dtype))
         e = acg.tensor(e).to(getattr(acg, dtype))
         kw = options[trial % len(options)]
-        ours = _outcome(assert_close, a, e, **kw)
-        theirs = _outcome(torch.testing.assert_close, _to_torch(a, torch), _to_torch(e, torch),
+        ours = outcome(assert_close, a, e, **kw)
+        theirs = outcome(torch.testing.assert_close, _to_torch(a, torch), _to_torch(e, torch),
                           **kw)
         assert ours == theirs, (dtype, shape, kw)
 
@@ -88,8 +80,8 @@ def test_closeness_at_the_boundary_matches_torch(dtype):
     a = e + np.sign(e) * (tol + step * np.spacing(tol) * 64)
     a_t, e_t = (acg.tensor(v).to(getattr(acg, dtype)) for v in (a, e))
     kw = {"rtol": 1e-3, "atol": 1e-5} if dtype != "int64" else {"rtol": 1e-2, "atol": 0.5}
-    ours = _outcome(assert_close, a_t, e_t, **kw)
-    theirs = _outcome(torch.testing.assert_close, _to_torch(a_t, torch), _to_torch(e_t, torch),
+    ours = outcome(assert_close, a_t, e_t, **kw)
+    theirs = outcome(torch.testing.assert_close, _to_torch(a_t, torch), _to_torch(e_t, torch),
                       **kw)
     assert ours == theirs
 
@@ -137,8 +129,8 @@ def _cases():
 def test_assert_close_cases_match_torch(case):
     torch = pytest.importorskip("torch")
     _, actual, expected, kw = case
-    ours = _outcome(assert_close, actual, expected, **kw)
-    theirs = _outcome(torch.testing.assert_close, _to_torch(actual, torch),
+    ours = outcome(assert_close, actual, expected, **kw)
+    theirs = outcome(torch.testing.assert_close, _to_torch(actual, torch),
                       _to_torch(expected, torch), **kw)
     assert ours == theirs
 
@@ -162,7 +154,7 @@ def test_default_tolerances_per_dtype():
              "int64": (0.0, 0.0), "bool": (0.0, 0.0)}
     for name, (rtol, atol) in cases.items():
         expected = acg.ones(3, dtype=getattr(acg, name))
-        msg = _outcome(assert_close, acg.zeros(3, dtype=getattr(acg, name)), expected)[1]
+        msg = outcome(assert_close, acg.zeros(3, dtype=getattr(acg, name)), expected)[1]
         if rtol == atol == 0:
             assert "are not equal!" in msg and "allowed" not in msg
         else:
@@ -194,9 +186,9 @@ def test_float8_is_compared_bitwise():
     a = acg.tensor([1.0, 2.0, 3.0]).to(acg.float8_e4m3fn)
     e = acg.tensor([1.0, 2.5, 3.0]).to(acg.float8_e4m3fn)
     t_a, t_e = (torch.tensor([1.0, v, 3.0]).to(torch.float8_e4m3fn) for v in (2.0, 2.5))
-    assert _outcome(assert_close, a, e) == _outcome(torch.testing.assert_close, t_a, t_e)
+    assert outcome(assert_close, a, e) == outcome(torch.testing.assert_close, t_a, t_e)
     kw = {"rtol": 0.1, "atol": 0.1}
-    assert _outcome(assert_close, a, e, **kw) == _outcome(torch.testing.assert_close, t_a, t_e,
+    assert outcome(assert_close, a, e, **kw) == outcome(torch.testing.assert_close, t_a, t_e,
                                                           **kw)
 
 
@@ -205,10 +197,10 @@ def test_assert_allclose_is_deprecated_and_looser():
     for actual, expected in [(acg.tensor([1.0]), [1.00005]), (acg.tensor([1.0]), [1.01]),
                              ([1.0, math.nan], [1.0, math.nan]), (acg.tensor([2]), 2.5)]:
         with pytest.warns(FutureWarning, match="assert_allclose"):
-            ours = _outcome(testing.assert_allclose, actual, expected)
+            ours = outcome(testing.assert_allclose, actual, expected)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            theirs = _outcome(torch.testing.assert_allclose, _to_torch(actual, torch),
+            theirs = outcome(torch.testing.assert_allclose, _to_torch(actual, torch),
                               expected)
         assert ours == theirs
 
@@ -273,9 +265,9 @@ def test_make_tensor_errors_match_torch():
         kw = dict(kw)
         mf = kw.pop("memory_format", None)
         name = kw.pop("dtype")
-        ours = _outcome(make_tensor, *shape, dtype=getattr(acg, name), device="cpu", **kw,
+        ours = outcome(make_tensor, *shape, dtype=getattr(acg, name), device="cpu", **kw,
                         **({"memory_format": acg.contiguous_format} if mf else {}))
-        theirs = _outcome(torch.testing.make_tensor, *shape, dtype=getattr(torch, name),
+        theirs = outcome(torch.testing.make_tensor, *shape, dtype=getattr(torch, name),
                           device="cpu", **kw,
                           **({"memory_format": torch.contiguous_format} if mf else {}))
         assert ours is not None and ours == theirs, (shape, kw)

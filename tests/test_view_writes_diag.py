@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import autograd_compile as acg
-from conftest import ExecMode, assert_close
+from conftest import ExecMode, assert_close, numeric_grad
 
 OVERLAP = "more than one element of the written-to tensor refers to a single memory location"
 
@@ -203,16 +203,6 @@ def test_gradient_through_a_fill_of_an_overlapping_view(mode: ExecMode) -> None:
     assert_close(w.grad.numpy(), [0.0, 0.0, 6.0, 9.0, 12.0, 15.0])
 
 
-def _numeric_grad(f: Callable[[np.ndarray], float], x: np.ndarray, eps: float = 1e-6
-                  ) -> np.ndarray:
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return g
-
-
 @pytest.mark.parametrize("scatter", ["diagonal", "as_strided"])
 def test_scatter_gradients_against_finite_differences(mode: ExecMode, scatter: str) -> None:
     """(PyTorch 2.13's own as_strided_scatter gradient fails its gradcheck: the oracle here
@@ -233,8 +223,8 @@ def test_scatter_gradients_against_finite_differences(mode: ExecMode, scatter: s
 
     def value(bv: np.ndarray, sv: np.ndarray) -> float:
         return f(acg, acg.tensor(bv), acg.tensor(sv)).item()
-    assert_close(b.grad.numpy(), _numeric_grad(lambda bv: value(bv, s0), b0), atol=1e-6)
-    assert_close(s.grad.numpy(), _numeric_grad(lambda sv: value(b0, sv), s0), atol=1e-6)
+    assert_close(b.grad.numpy(), numeric_grad(lambda bv: value(bv, s0), b0), atol=1e-6)
+    assert_close(s.grad.numpy(), numeric_grad(lambda sv: value(b0, sv), s0), atol=1e-6)
 
 
 def test_diagonal_write_under_acg_compile_matches_eager() -> None:
