@@ -236,3 +236,13 @@ def test_diagonal_write_under_acg_compile_matches_eager() -> None:
 
     x = acg.tensor(np.arange(12.0).reshape(3, 4))
     np.testing.assert_array_equal(acg.compile(step)(x).numpy(), step(x).numpy())
+
+
+def test_linalg_diagonal_is_a_view_over_the_last_two_dims(mode):
+    x = acg.zeros(2, 3, 3)
+    acg.linalg.diagonal(x).fill_(1.0)
+    assert_close(x, np.broadcast_to(np.eye(3, dtype=np.float32), (2, 3, 3)))
+    y = acg.randn(3, 3, requires_grad=True)
+    with mode():
+        (acg.linalg.diagonal(y, offset=1) * 2.0).sum().backward()
+    assert_close(y.grad, np.diag([2.0, 2.0], k=1))

@@ -325,7 +325,9 @@ def matmul(input: Tensor, other: Tensor, *, out: Any = None) -> Tensor:
 
 
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
-    return K.diagonal(A, offset=offset, dim1=dim1, dim2=dim2)
+    """``torch.diagonal`` with the last two dims as default: a view, as PyTorch's (an
+    in-place write on it reaches ``A``)."""
+    return A.diagonal(offset, dim1, dim2)
 
 
 def lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> _LUFactor:
