@@ -10,8 +10,9 @@
 >>> enc(acg.randn(3, 5, 8), mask=mask).shape
 acg.Size([3, 5, 8])
 
-PyTorch's nested-tensor fast path has no counterpart here: ``enable_nested_tensor`` is
-accepted and recorded, and every input runs the plain path (same values).
+PyTorch's nested-tensor fast path has no nested tensors here: every input runs the plain
+path, and where PyTorch's encoder would take the fast path (inference with a left-aligned
+``src_key_padding_mask``) its padded positions are zeroed, as PyTorch's padded result.
 """
 from __future__ import annotations
 
@@ -235,8 +236,7 @@ class TransformerEncoder(Module):
         self.layers = _get_clones(encoder_layer, num_layers)
         self.num_layers, self.norm = num_layers, norm
         self.enable_nested_tensor = enable_nested_tensor
-        # PyTorch's flag and its warning, kept for programs that read them; there are no
-        # nested tensors here, so forward always runs the plain path (same values)
+        # PyTorch's flag and its warning; forward reproduces the fast path's padded zeros
         why_not = _why_not_nested(encoder_layer)
         self.use_nested_tensor = enable_nested_tensor and not why_not
         if enable_nested_tensor and why_not:
@@ -253,7 +253,41 @@ class TransformerEncoder(Module):
         out = src
         for mod in self.layers:
             out = mod(out, src_mask=mask, is_causal=bool(is_causal), src_key_padding_mask=kpm)
+        if self._nested_path(src, mask, kpm):  # PyTorch's padded result: zeros where padded
+            out = out.masked_fill((kpm != 0).unsqueeze(-1), 0.0)
         return self.norm(out) if self.norm is not None else out
+
+    def _nested_path(self, src: Tensor, mask: Tensor | None, kpm: Tensor | None) -> bool:
+        """Whether PyTorch would run this call on nested tensors (its padded positions then
+        come out as zeros): inference, batched input, a left-aligned padding mask and no
+        attention mask, as its ``why_not_sparsity_fast_path`` checks."""
+        first = self.layers[0]
+        if not self.use_nested_tensor or first.training or src.dim() != 3 or kpm is None \
+                or mask is not None or _autocast_on():
+            return False
+        from .. import compiler
+        if self.mask_check and (compiler.is_compiling() or not _left_aligned(kpm == 0)):
+            return False
+        from ..autograd.grad_mode import is_grad_enabled
+        attn = first.self_attn
+        weights = (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight,
+                   attn.out_proj.bias, first.norm1.weight, first.norm1.bias, first.norm2.weight,
+                   first.norm2.bias, first.linear1.weight, first.linear1.bias,
+                   first.linear2.weight, first.linear2.bias)
+        return not (is_grad_enabled() and any(w is not None and w.requires_grad
+                                              for w in weights))
+
+
+def _left_aligned(keep: Tensor) -> bool:
+    """Each row keeps a prefix (no kept position after a padded one)."""
+    import numpy as np
+    rows = np.asarray(keep)
+    return bool((rows[:, 1:] <= rows[:, :-1]).all()) if rows.shape[-1] > 1 else True
+
+
+def _autocast_on() -> bool:
+    from ..amp.autocast_mode import is_autocast_enabled
+    return bool(is_autocast_enabled())
 
 
 class TransformerDecoder(Module):
