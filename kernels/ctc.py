@@ -7,7 +7,8 @@ is a second op: ``jax.vjp`` of that scan, itself a reverse scan. Sequences short
 batch's longest keep their alphas frozen after their last frame, so a batch is one program.
 
 Log-space zeros are a large finite negative number (not -inf) so that the gradient of a
-log-sum-exp over only impossible paths is 0, not NaN; such a total is reported as +inf.
+log-sum-exp over only impossible paths is 0, not NaN; such a total is reported as +inf, and
+(unless ``zero_infinity``) that sample's frames get NaN gradients, as PyTorch's do.
 The gradient is the exact gradient with respect to ``log_probs`` (PyTorch's own kernel adds
 ``exp(log_probs)``, a term that cancels when ``log_probs`` comes out of ``log_softmax``).
 """
@@ -103,6 +104,9 @@ def _backward_kernel(g: Any, log_probs: Any, targets: Any, input_lengths: Any,
     impossible = value < _IMPOSSIBLE
     scale = jnp.where(impossible & zero_infinity, 0.0, -g)  # d nll = -d ll
     (grad,) = vjp(scale.astype(value.dtype))
+    if not zero_infinity:  # PyTorch's: an impossible sample's frames get NaN, whatever g is
+        frames = jnp.arange(grad.shape[0])[:, None] < input_lengths[None, :]
+        grad = jnp.where((frames & impossible[None, :])[..., None], jnp.nan, grad)
     return grad.astype(log_probs.dtype)
 
 

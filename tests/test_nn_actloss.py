@@ -794,3 +794,29 @@ class _Mixed(nn.Module):
         logits = self.head(h)
         return self.loss(logits, t) + nn.functional.huber_loss(
             logits, logits.detach() * 0.5) + F.softmin(logits, 1).pow(2).mean()
+
+
+def test_ctc_impossible_sample_gets_nan_gradients_like_torch(mode: Any) -> None:
+    """An impossible sample (more labels than frames) with zero_infinity=False: loss inf and
+    NaN gradients over its frames even when only another sample's loss is backpropagated, as
+    PyTorch's kernel gives (how programs notice bad data); other samples stay finite."""
+    rng = np.random.default_rng(0)
+    raw = rng.standard_normal((6, 2, 5)).astype(np.float32)
+    targets, lengths = [[1, 1, 1, 1], [1, 2, 0, 0]], ([4, 6], [4, 2])
+    lp = acg.tensor(raw, requires_grad=True)
+    with mode():
+        loss = acg.nn.functional.ctc_loss(lp.log_softmax(-1), acg.tensor(targets),
+                                          acg.tensor(lengths[0]), acg.tensor(lengths[1]),
+                                          reduction="none")
+        loss[1].backward()
+    grad = np.asarray(lp.grad)
+    assert np.isinf(float(loss[0])) and np.isfinite(float(loss[1]))
+    assert np.isnan(grad[:4, 0]).all() and (grad[4:, 0] == 0).all()
+    assert np.isfinite(grad[:, 1]).all()
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(raw, requires_grad=True)
+    torch.nn.functional.ctc_loss(t.log_softmax(-1), torch.tensor(targets),
+                                 torch.tensor(lengths[0]), torch.tensor(lengths[1]),
+                                 reduction="none")[1].backward()
+    np.testing.assert_array_equal(np.isnan(grad), t.grad.isnan().numpy())
+    np.testing.assert_allclose(grad[:, 1], t.grad[:, 1].numpy(), rtol=1e-4, atol=1e-5)
