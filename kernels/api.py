@@ -251,12 +251,14 @@ def full(size: Sequence[Any], fill_value: Any, *, dtype: Any = None, requires_gr
 
 
 def zeros_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False,
-               device: Any = None) -> Tensor:
+               device: Any = None, layout: Any = None, memory_format: Any = None) -> Tensor:
+    """Zeros of ``input``'s shape (and dtype). ``memory_format``/``layout`` are accepted and
+    ignored throughout: strides are not modelled, every value is one dense array."""
     return _leaf(F.zeros_like(input, dtype=as_dtype(dtype)), requires_grad, device)
 
 
 def ones_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False,
-              device: Any = None) -> Tensor:
+              device: Any = None, layout: Any = None, memory_format: Any = None) -> Tensor:
     return _leaf(F.ones_like(input, dtype=as_dtype(dtype)), requires_grad, device)
 
 
@@ -264,7 +266,7 @@ empty_like = zeros_like
 
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False,
-              device: Any = None) -> Tensor:
+              device: Any = None, layout: Any = None, memory_format: Any = None) -> Tensor:
     return _leaf(F.full_like(input, fill_value, dtype=as_dtype(dtype)), requires_grad, device)
 
 
@@ -323,18 +325,26 @@ def randint(low: int, high: Any = None, size: Sequence[Any] = (), *, generator: 
     return _leaf(out, requires_grad, device)
 
 
-def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:
-    return rand(list(input.shape), dtype=dtype or input.dtype, device=device)
+def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False, layout: Any = None, memory_format: Any = None
+              ) -> Tensor:
+    return rand(list(input.shape), dtype=dtype or input.dtype, device=device,
+                requires_grad=requires_grad)
 
 
-def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:
-    return randn(list(input.shape), dtype=dtype or input.dtype, device=device)
+def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False, layout: Any = None, memory_format: Any = None
+               ) -> Tensor:
+    return randn(list(input.shape), dtype=dtype or input.dtype, device=device,
+                 requires_grad=requires_grad)
 
 
 def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None,
-                 device: Any = None) -> Tensor:
+                 device: Any = None, requires_grad: bool = False, layout: Any = None,
+                 memory_format: Any = None) -> Tensor:
     low, high = (0, low) if high is None else (low, high)
-    return randint(low, high, list(input.shape), dtype=dtype or input.dtype, device=device)
+    return randint(low, high, list(input.shape), dtype=dtype or input.dtype, device=device,
+                   requires_grad=requires_grad)
 
 
 # -- elementwise ---------------------------------------------------------------------------------
@@ -931,7 +941,8 @@ def flip(input: Tensor, dims: _Dim) -> Tensor:
     return S.flip(input, _dims(dims) or [])
 
 
-def clone(input: Tensor) -> Tensor:
+def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
+    """A copy (``memory_format`` accepted and ignored: strides are not modelled)."""
     return S.clone(input)
 
 

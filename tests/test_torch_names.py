@@ -117,3 +117,15 @@ def test_private_base_classes_at_torch_paths():
         def _check_input_dim(self, input):
             pass
     assert AnyRankBN(4)(acg.randn(3, 4)).shape == (3, 4)
+
+
+def test_memory_format_and_layout_are_accepted_like_torch():
+    x = acg.arange(6.0).reshape(2, 3)
+    for make in (lambda: x.clone(memory_format=acg.contiguous_format),
+                 lambda: acg.clone(x, memory_format=acg.preserve_format),
+                 lambda: acg.zeros_like(x, memory_format=acg.preserve_format) + x,
+                 lambda: acg.full_like(x, 0.0, memory_format=acg.preserve_format) + x,
+                 lambda: acg.ones_like(x, layout=acg.strided) * x):
+        assert make().tolist() == x.tolist()
+    r = acg.randn_like(x, requires_grad=True, memory_format=acg.preserve_format)
+    assert r.requires_grad and r.is_leaf and r.shape == x.shape
