@@ -230,7 +230,8 @@ class Tensor:
         ([2.0, 2.0], True)
         """
         alias = _make(self._store)
-        alias._base_meta = (self, DATA_ALIAS)  # in-place writes on the alias land in self
+        alias._base_meta = (weakref.ref(self), DATA_ALIAS)  # writes on it land in self
+        # (held weakly: an alias kept for logging must not keep self and its graph alive)
         return alias
 
     @data.setter
@@ -321,7 +322,7 @@ class Tensor:
                                                             self._store is not None):
             # in-place writes on it land in self (a trace's fake of a real tensor keeps
             # the mark too: the trace then runs such a write eagerly, see aot/trace.py)
-            out._base_meta = (self, DATA_ALIAS)
+            out._base_meta = (weakref.ref(self), DATA_ALIAS)  # (weakly, as .data's)
         return out
 
     def __getstate__(self) -> Any:

@@ -96,6 +96,9 @@ def write_through(t: Tensor) -> None:
     while meta is not None:
         base, write = meta
         if write is DATA_ALIAS:  # t is base.data: same storage, not recorded by autograd
+            base = base()  # (held weakly: gone, nothing shares the storage any more)
+            if base is None:
+                return
             base._set_data(t._data, bump=False)
             if base._base_meta is not None:
                 from autograd_compile.autograd.grad_mode import no_grad

@@ -103,3 +103,20 @@ def test_write_through_an_alias_inside_acg_compile_runs_eagerly(alias):
         out = step(lin, acg.ones(2))
     assert out.tolist() == [2.0, 2.0]
     assert_close(lin.weight, w0 * 4.0)
+
+
+def test_a_kept_detached_value_does_not_keep_its_tensor_alive():
+    """``losses.append(loss.detach())``: the alias holds its base weakly, so the loss, its
+    graph and saved activations are freed as in PyTorch."""
+    import gc
+    import weakref
+    x = acg.randn(4, 3, requires_grad=True)
+    loss = (x.tanh() * 2.0).sum()
+    kept, data_kept = loss.detach(), loss.data
+    gone = weakref.ref(loss)
+    del loss
+    gc.collect()
+    assert gone() is None
+    kept.add_(1.0)  # writing into an alias whose tensor is gone: just the alias changes
+    data_kept.mul_(2.0)
+    assert np.isfinite(kept.item()) and np.isfinite(data_kept.item())

@@ -171,7 +171,7 @@ def _alias_of_real(t: Any) -> bool:
     """``t`` is ``x.data`` or ``x.detach()`` of a real tensor: a write must reach ``x``, which
     the trace (which writes back to the tensors it was given) cannot do."""
     meta = getattr(t, "_base_meta", None)
-    return meta is not None and meta[1] is DATA_ALIAS and not isinstance(meta[0], FakeTensor)
+    return meta is not None and meta[1] is DATA_ALIAS and not isinstance(meta[0](), FakeTensor)
 
 
 @contextlib.contextmanager
