@@ -23,6 +23,7 @@ from typing import Any, Callable
 from ..kernels import api as A
 from ..kernels._dtypes import BOOL
 from ..tensor import Tensor, is_floating
+from ..tracing.fake import FakeTensorMode
 from . import functional as F
 from . import init
 from .activation import GELU, ReLU
@@ -265,8 +266,9 @@ class TransformerEncoder(Module):
         if not self.use_nested_tensor or first.training or src.dim() != 3 or kpm is None \
                 or mask is not None or _autocast_on():
             return False
-        from .. import compiler
-        if self.mask_check and (compiler.is_compiling() or not _left_aligned(kpm == 0)):
+        # (mask_check under a trace: PyTorch skips the fast path when compiling, as here)
+        if self.mask_check and (FakeTensorMode.current is not None or
+                                not _left_aligned(kpm == 0)):
             return False
         from ..autograd.grad_mode import is_grad_enabled
         attn = first.self_attn
@@ -281,7 +283,10 @@ class TransformerEncoder(Module):
 def _left_aligned(keep: Tensor) -> bool:
     """Each row keeps a prefix (no kept position after a padded one)."""
     import numpy as np
-    rows = np.asarray(keep)
+    try:
+        rows = np.asarray(keep)
+    except Exception:  # a traced value (a whole step's trace): no values to check
+        return False
     return bool((rows[:, 1:] <= rows[:, :-1]).all()) if rows.shape[-1] > 1 else True
 
 
