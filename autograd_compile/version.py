@@ -29,23 +29,20 @@ class TorchVersion(str):
     """A version string that compares with strings and tuples by release numbers
     (PyTorch's ``torch.torch_version.TorchVersion``): "2.13.0+acg" > "2.9" > (2, 1)."""
 
-    def _key(self, other: Any) -> tuple:
-        return _release(other)
-
     def __lt__(self, other: Any) -> bool:
-        return _release(self) < self._key(other)
+        return _release(self) < _release(other)
 
     def __le__(self, other: Any) -> bool:
-        return _release(self) <= self._key(other)
+        return _release(self) <= _release(other)
 
     def __gt__(self, other: Any) -> bool:
-        return _release(self) > self._key(other)
+        return _release(self) > _release(other)
 
     def __ge__(self, other: Any) -> bool:
-        return _release(self) >= self._key(other)
+        return _release(self) >= _release(other)
 
     def __eq__(self, other: Any) -> bool:
-        return _release(self) == self._key(other)
+        return _release(self) == _release(other)
 
     __hash__ = str.__hash__
 

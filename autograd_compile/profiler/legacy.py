@@ -58,10 +58,7 @@ class profile:
         if session is None:
             return
         session.stop()
-        events = session.results()
-        if self.acc_events and self.function_events is not None:
-            events = EventList([*self.function_events, *events], profile_memory=self.profile_memory,
-                               with_flops=self.with_flops, base_time_ns=events._base_time_ns)
+        events = session.results(self.function_events if self.acc_events else None)
         self.function_events, self.entered = events, False
 
     def _results(self) -> EventList:

@@ -190,11 +190,7 @@ class _KinetoProfile:
         if session is None:
             return
         session.stop()
-        events = session.results()
-        if self.acc_events and self._results is not None:
-            events = EventList([*self._results, *events], profile_memory=self.profile_memory,
-                               with_flops=self.with_flops, base_time_ns=events._base_time_ns)
-        self._results = events
+        self._results = session.results(self._results if self.acc_events else None)
 
     # -- results --------------------------------------------------------------------------
     def events(self) -> EventList:

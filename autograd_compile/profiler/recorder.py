@@ -30,7 +30,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import jax
 
@@ -126,11 +126,12 @@ class Session:
             if at is not None and self._stack is stack:  # (a stop inside: stays off)
                 stack.insert(min(at, len(stack)), self.observer)
 
-    def results(self) -> EventList:
-        """The recorded events as an :class:`EventList` that knows the options' columns."""
+    def results(self, earlier: Iterable[FunctionEvent] | None = None) -> EventList:
+        """The recorded events as an :class:`EventList` that knows the options' columns,
+        after ``earlier``'s (an earlier recording kept with PyTorch's ``acc_events``)."""
         o = self.options
-        return EventList(self.events, profile_memory=o.profile_memory, with_flops=o.with_flops,
-                         base_time_ns=self.base_time_ns)
+        return EventList([*(earlier or ()), *self.events], profile_memory=o.profile_memory,
+                         with_flops=o.with_flops, base_time_ns=self.base_time_ns)
 
     # -- events ---------------------------------------------------------------------------
     def open_event(self, name: str, **fields: Any) -> FunctionEvent:
