@@ -35,10 +35,8 @@ def emit(result: dict[str, Any]) -> None:
 
 def run_child(module: str, args: list[str]) -> dict[str, Any]:
     """``python -m module --child *args`` in a fresh process; its result or an error."""
-    env = dict(os.environ)
-    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as run._passive_omp: torch's spinning barrier
     try:
-        proc = subprocess.run([sys.executable, "-m", module, "--child", *args], env=env,
+        proc = subprocess.run([sys.executable, "-m", module, "--child", *args],
                               capture_output=True, text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {TIMEOUT_S} s"}

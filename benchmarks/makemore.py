@@ -476,9 +476,7 @@ def main(argv: list[str]) -> int:
 
 def set_torch_threads(threads: int | None) -> int | None:
     """torch's intra-op threads: ``threads``, or as many as this process may use (the step
-    group's alone runs likewise pin torch to a count); None without torch. OpenMP workers
-    sleep between ops (as ``bench`` sets: a spinning barrier times the neighbours)."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    group's alone runs likewise pin torch to a count); None without torch."""
     if not torch_available():
         return None
     import torch

@@ -223,16 +223,6 @@ def _trap_main(args: argparse.Namespace, device: jax.Device) -> int:
     return 0
 
 
-def _passive_omp() -> None:
-    """OpenMP workers sleep instead of spinning between ops (unless the user chose).
-
-    On a shared, oversubscribed CPU, PyTorch's spinning OpenMP barrier turned ~1 ms
-    backwards into 40-160 ms ones in a third of the reps (measured on the 2-core dev
-    machine); that times the neighbours, not torch. Read when torch loads its OpenMP.
-    """
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-
 def main(argv: list[str]) -> int:
     """Run the suite (or the XLA trap study); print, write JSON and plot; 1 on failures."""
     args = parse_args(argv)
@@ -240,7 +230,6 @@ def main(argv: list[str]) -> int:
         print("bench: --plot needs matplotlib, which is not installed (pip install "
               "'autograd-compile[bench]' adds it); running without the PNG", file=sys.stderr)
         args.plot = None
-    _passive_omp()
     try:
         device = resolve_device(args.device)
     except DeviceUnavailable as exc:
