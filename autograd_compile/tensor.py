@@ -128,9 +128,10 @@ class Tensor:
     device once and keeps the result.
     """
 
+    # __dict__: the user's own attributes (``p._no_weight_decay = True``), made on first set
     __slots__ = ("_store", "_requires_grad", "_grad", "grad_fn", "_output_nr", "_version",
                  "_backward_hooks", "_post_acc_hooks", "_retains_grad", "_acc_ref", "_base_meta",
-                 "_inference", "__weakref__")
+                 "_inference", "__weakref__", "__dict__")
     _acg_keys = DispatchKey.Backend.bit
     __array_priority__ = 1000  # numpy defers to our operators: ndarray * Tensor -> Tensor
 

@@ -18,13 +18,14 @@ from ..kernels._xp import _ARRAY
 from ..nn.modules import Module
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
-from .escape import Sinks
+from .escape import SideEffect, Sinks
 from .guards import SizeGuards, signature_diff
 from .partition import partition
 from .paths import paths_to, resolve
 from .program import Region, counters
 from .trace import NotTraceable, _describe, python_random_kept, trace_joint
 from .tree import flatten, flatten_call, floats_free
+from .values import ValuePlaces, value_places
 from .wholestep import WholeStep, wants_whole_step
 
 log = config.get_logger("aot")
@@ -40,7 +41,12 @@ _LIVE: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 _SIG_LABELS = ["grad mode", "training flags", "argument structure or constants",
                "argument tensors (dtype, requires_grad, rank)",
                "parameters and buffers (identity, dtype, requires_grad, shape)",
-               "autocast state"]
+               "autocast state", "Python values read (module attributes, globals, closure)"]
+
+
+def _values_free(sig: tuple) -> tuple:
+    """A signature without its float arguments' values and modules' plain attributes."""
+    return sig[:2] + (floats_free(sig[2]),) + sig[3:-1]
 
 
 class Unsupported(RuntimeError):
@@ -51,10 +57,12 @@ class Unsupported(RuntimeError):
 class _Entry:
     """One trace: the signature and sizes it serves, and its region (None: eager)."""
 
-    __slots__ = ("sig", "sizes", "region", "lifted", "hooks")
+    __slots__ = ("sig", "sizes", "region", "lifted", "hooks", "loose")
 
     def __init__(self, sig: tuple, sizes: SizeGuards | None, region: Region | None) -> None:
         self.sig, self.sizes, self.region = sig, sizes, region
+        # an eager entry for a region that stores Python values: serves every value of them
+        self.loose: tuple | None = None
         self.hooks: tuple | None = None  # an eager entry: the module hooks when it was made
         # tensors the region read through containers (box["shift"]): (index in the
         # region's extras, where from the roots, (shape, dtype, requires_grad) traced)
@@ -76,6 +84,7 @@ class CompiledFunction:
         roots = (lambda: [module]) if module is not None else \
             (lambda: [v for v in _referenced(fn) if isinstance(v, Module)])
         self._modules = ModuleState(roots)
+        self._places: tuple[list, ValuePlaces] | None = None  # (for these modules, places)
         # a training step (it reaches an optimizer or calls backward): one program per step
         self._whole = WholeStep(self, _referenced, CACHE_SIZE_LIMIT, Unsupported,
                                 ModuleState) if module is None and \
@@ -102,7 +111,8 @@ class CompiledFunction:
         if self.dynamic:
             sizes += [s for t in state for s in t.shape]
         for entry in self._entries:
-            if entry.sig == sig and (entry.sizes is None or entry.sizes.failure(sizes) is None) \
+            if (entry.sig == sig or entry.loose is not None and entry.loose == _values_free(sig)) \
+                    and (entry.sizes is None or entry.sizes.failure(sizes) is None) \
                     and (not entry.lifted or self._relift(entry)):
                 if entry.region is None and entry.hooks != self._modules.hooks():
                     self._entries.remove(entry)  # a hook it failed on is gone (or one came):
@@ -156,7 +166,17 @@ class CompiledFunction:
             metas = tuple([(t.dtype, t._requires_grad, t.ndim) for t in leaves])
         return (TLS.grad_enabled, self._modules.training(), spec, metas,
                 tuple([(id(t), t.dtype, t._requires_grad, t.ndim if dyn else t.shape)
-                       for t in state]), active_autocast())
+                       for t in state]), active_autocast(),
+                (self._modules.plain(), self._values().read()))
+
+    def _values(self) -> ValuePlaces:
+        """Where the region's code reads plain Python values (found again when its modules
+        change)."""
+        mods = self._modules.modules
+        if self._places is None or self._places[0] is not mods:
+            fn = self._fn if self._module is None else None
+            self._places = (mods, value_places(fn, mods))
+        return self._places[1]
 
     # -- a miss: trace, or fall back --------------------------------------------------------
     def _miss(self, args: tuple, kwargs: dict, leaves: list, state: list, sig: tuple,
@@ -184,6 +204,8 @@ class CompiledFunction:
             self._warn_once(str(e), f"acg.compile: running {self.__qualname__} eagerly: {e}")
             entry = _Entry(sig, None, None)
             entry.hooks = self._modules.hooks()
+            if isinstance(e.__cause__, SideEffect):  # its stores change the values each call
+                entry.loose = _values_free(sig)
         self._entries.insert(0, entry)
         return entry
 
@@ -215,14 +237,14 @@ class CompiledFunction:
 
     def _new_floats(self, sig: tuple) -> bool:
         """Whether this call runs eagerly because only its float arguments' values are new
-        (a temperature, a loss weight): a float is a constant of the trace, and a trace per
-        value costs a compile each; a value seen once runs as eager would, and is traced
+        (a temperature, a loss weight), or its modules' plain attributes (``model.drop.p``
+        on a schedule): a float is a constant of the trace, and a trace per value costs a
+        compile each; a value seen once runs as eager would, and is traced
         when it repeats. (``fullgraph=True`` traces at once.)"""
         if self.fullgraph:
             return False
-        loose = sig[:2] + (floats_free(sig[2]),) + sig[3:]
-        if not any(e.region is not None and e.sig != sig and
-                   e.sig[:2] + (floats_free(e.sig[2]),) + e.sig[3:] == loose
+        loose = _values_free(sig)
+        if not any(e.region is not None and e.sig != sig and _values_free(e.sig) == loose
                    for e in self._entries):
             return False
         if sig in self._floats_seen:
@@ -295,6 +317,11 @@ class ModuleState:
 
     def training(self) -> tuple[bool, ...]:
         return tuple([m.training for m in self.modules])
+
+    def plain(self) -> tuple[int, ...]:
+        """Every module's plain-attribute token (``nn.module.plain_token``): a trace bakes
+        ``self.p`` in, so a changed value must not reuse it."""
+        return tuple([m._acg_plain for m in self.modules])
 
     def hooks(self) -> tuple:
         """Every module's hooks (their ids): read where a region ran eagerly, so removing

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..tracing.fake import FakeTensor
+from .values import plain
 from ..tensor import Tensor
 from .tree import flatten, unflatten
 
@@ -101,7 +102,13 @@ class Sinks:
 
     def stored(self) -> list[tuple[Sink, list[Tensor]]]:
         """Each place whose value changed and now holds a traced (fake) tensor, with the
-        tensors to output (real tensors stored there stay themselves, by reference)."""
+        tensors to output (real tensors stored there stay themselves, by reference). A
+        Python value stored (``global step; step += 1``, ``self.calls += 1``) has no
+        tensor to output: a compiled call would not store it again, so the region cannot
+        be traced."""
+        for label in self._plain_stores():
+            raise SideEffect(f"the region stores a Python value in {label}, which a compiled "
+                         f"call would not repeat")
         found = []
         for d, before, label in self.dicts:
             for k, v in list(d.items()):
@@ -113,7 +120,7 @@ class Sinks:
         for items, before, label in self.lists:
             if len(items) != len(before):
                 if _split(items) is not None:  # appended each call eagerly: no one place
-                    raise _Grown(f"the region adds a traced tensor to the list {label}")
+                    raise SideEffect(f"the region adds a traced tensor to the list {label}")
                 continue
             for k, v in enumerate(items):
                 hit = None if v is before[k] else _split(v)
@@ -129,8 +136,30 @@ class Sinks:
                 found.append((Sink(cell, key, hit[0], label), hit[1]))
         return found
 
+    def _plain_stores(self) -> list[str]:
+        out = [f"{label}{k}" for d, before, label in self.dicts for k in _plain_changed(d, before)]
+        for cell, _, old, label in self.places:
+            v = cell.cell_contents if _filled(cell) else _EMPTY
+            if v is not old and (plain(v) or plain(old)) and not _same_value(old, v):
+                out.append(label)
+        return out
+
     def restore(self) -> None:
-        """Put back every value that now holds a fake (the program writes the real ones)."""
+        """Put back every value that now holds a fake (the program writes the real ones),
+        and every Python value the trace stored (the eager run stores it again)."""
+        for d, before, _ in self.dicts:
+            for k in _plain_changed(d, before):
+                if k in before:
+                    d[k] = before[k]
+                else:
+                    del d[k]
+        for cell, _, old, _ in self.places:
+            v = cell.cell_contents if _filled(cell) else _EMPTY
+            if v is not old and (plain(v) or plain(old)) and not _same_value(old, v):
+                if old is _EMPTY:
+                    del cell.cell_contents
+                else:
+                    cell.cell_contents = old
         for d, before, _ in self.dicts:
             for k, v in list(d.items()):
                 if k not in _REGISTRIES and not (k in before and before[k] is v) and \
@@ -156,10 +185,35 @@ class Sinks:
 
 
 _EMPTY = object()
+_TOKEN_KEYS = frozenset({"_acg_plain"})  # nn.Module's own record of its plain attributes
 
 
-class _Grown(Exception):
-    """A traced tensor appended to a list (raised as the trace's NotTraceable)."""
+def _plain_changed(d: dict, before: dict) -> list[Any]:
+    """Keys of ``d`` whose plain (Python scalar) value differs from ``before``'s."""
+    out = []
+    for k, v in list(d.items()):
+        old = before.get(k, _EMPTY)
+        if v is not old and k not in _TOKEN_KEYS and (plain(v) or plain(old)) and \
+                not _same_value(old, v):
+            out.append(k)
+    return out
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and (a == b or a != a and b != b)  # NaN stays NaN
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
+class SideEffect(Exception):
+    """A side effect a compiled call would not repeat: a traced tensor appended to a list,
+    a Python value stored (raised as the trace's NotTraceable)."""
 
 
 def _split(value: Any) -> tuple[tuple, list[Tensor]] | None:

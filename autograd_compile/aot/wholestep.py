@@ -102,6 +102,7 @@ from .program import counters
 from .split import Routers, hook_dicts, hook_token, impure_hook, run_split
 from .trace import NotTraceable, _describe, python_random_kept, user_line
 from .tree import flatten, flatten_call, floats_free, unflatten
+from .values import ValuePlaces, code_names, user_code, value_places
 
 _TRACING = threading.local()
 
@@ -113,7 +114,7 @@ def wants_whole_step(fn: Callable, referenced: Callable[[Callable], list[Any]]) 
     values, codes = reached(fn, referenced)
     if any(isinstance(v, (Optimizer, LRScheduler)) for v in values):
         return True
-    return any("backward" in _names(c) for c in codes)
+    return any("backward" in code_names(c) for c in codes)
 
 
 def reached(fn: Callable, referenced: Callable[[Callable], list[Any]], depth: int = 3,
@@ -135,7 +136,7 @@ def reached(fn: Callable, referenced: Callable[[Callable], list[Any]], depth: in
         values.extend(mine)
         for v in mine:
             if depth > 1 and isinstance(v, types.FunctionType) and id(v) not in seen and \
-                    _user_code(v):
+                    user_code(v):
                 walk(v, depth - 1)
     walk(fn, depth)
     return values, codes
@@ -153,19 +154,6 @@ def reached_again(walked: list[tuple[Callable, list[Any]]],
     return all(_same(_reads(f, referenced), was) for f, was in walked)
 
 
-def _user_code(fn: types.FunctionType) -> bool:
-    """Not ours nor a library's: only the user's own helpers are looked into."""
-    module = getattr(fn, "__module__", "") or ""
-    return not module.startswith(("autograd_compile", "jax", "numpy", "torch"))
-
-
-def _names(code: Any) -> set[str]:
-    if not isinstance(code, types.CodeType):
-        return set()
-    out = set(code.co_names)
-    for c in code.co_consts:
-        out |= _names(c)
-    return out
 
 
 class _Entry:
@@ -186,6 +174,7 @@ class _View:
                  lifted: list[Tensor]) -> None:
         self.opts, self.modules = opts, modules
         self.hook_dicts = hook_dicts(modules)
+        self.places = ValuePlaces()  # set by WholeStep._view: where plain values are read
         # DistributedDataParallel wrappers among them (found once: the step's hot path)
         self.ddps = [m for m in modules if hasattr(m, "spmd") and hasattr(m, "_to_mesh")]
         # (a module on the "meta" device holds shapes only, torch.func's ensembling base:
@@ -213,9 +202,9 @@ class _View:
     def again(self) -> "_View":
         """The same objects, hyperparameters re-read (a scheduler or the user changed them)."""
         v = object.__new__(_View)
-        v.opts, v.modules, v.tensors, v.lifted, v.state, v.ddps, v.hook_dicts = \
+        v.opts, v.modules, v.tensors, v.lifted, v.state, v.ddps, v.hook_dicts, v.places = \
             self.opts, self.modules, self.tensors, self.lifted, self.state, self.ddps, \
-            self.hook_dicts
+            self.hook_dicts, self.places
         if "fixed" in self.__dict__:
             v.fixed = self.fixed
         if "arrays" in self.__dict__:  # held()'s arrays move on (a second holder would copy)
@@ -238,7 +227,9 @@ class _View:
                 fixed, flags,
                 tuple([len(v) if isinstance(v, tuple) else -1 for hs in self.hypers
                        for h in hs for v in h.values()]),
-                hook_token(self.tensors, self.hook_dicts))
+                hook_token(self.tensors, self.hook_dicts),
+                # Python values the trace baked in: modules' attributes, globals, closure
+                (tuple([m._acg_plain for m in self.modules]), self.places.read()))
 
     def held(self, last: _Written | None) -> tuple:
         """The shapes and dtypes of the state the program reads and writes (parameters and
@@ -465,6 +456,7 @@ class WholeStep:
         ms.roots = lambda: list(mods)  # tensors() extends the list it gets
         module_tensors = ms.tensors()
         view = _View(ms.modules, module_tensors, opts, lifted)
+        view.places = value_places(self.owner._fn, ms.modules)
         self._last = (found, view, module_tensors, _state_token(opts))
         return view
 
@@ -623,10 +615,11 @@ _SIZES_REMEMBERED = 4096  # guards seen once at new sizes (forgotten all at once
 
 def _sizes_free(sig: tuple) -> tuple:
     """A step's guard without the sizes of its inputs (arguments and lifted tensors) and the
-    values of its float arguments: the dtypes, ranks and requires_grad stay."""
+    values of its float arguments and module attributes: the dtypes, ranks and requires_grad
+    stay."""
     def loose(metas: tuple) -> tuple:
         return tuple([((len(shape), dtype), rg) for (shape, dtype), rg in metas])
-    return sig[:2] + (floats_free(sig[2]), loose(sig[3]), sig[4], loose(sig[5])) + sig[6:]
+    return sig[:2] + (floats_free(sig[2]), loose(sig[3]), sig[4], loose(sig[5])) + sig[6:-1]
 
 
 def _meta(a: Any) -> tuple:

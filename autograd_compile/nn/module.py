@@ -32,6 +32,33 @@ from .parameter import Parameter
 
 __all__ = ["Module"]
 
+_ABSENT = object()
+_SCALARS = (bool, int, float, complex, str, type(None))
+_TOKENS: dict[tuple, int] = {}  # interned snapshots: equal values, equal token
+_NEXT_TOKEN = iter(range(1, 1 << 62))
+
+
+def plain_value(v: Any) -> bool:
+    """A value a trace bakes in as a constant (``self.temperature``, ``self.p``, a shape):
+    a Python scalar, or a tuple of them."""
+    return isinstance(v, _SCALARS) or (isinstance(v, tuple) and all(isinstance(x, _SCALARS)
+                                                                       for x in v))
+
+
+def plain_token(d: dict) -> int:
+    """A small int naming the plain-valued attributes of a module's ``__dict__`` (their
+    names, types and values): ``acg.compile`` keeps it in its signature, so changing
+    ``model.drop.p`` or ``model.temperature`` retraces as torch.compile's guards would,
+    and setting a value back finds the earlier trace again."""
+    snap = tuple([(k, type(v), v) for k, v in d.items()
+                  if k != "training" and k != "_acg_plain" and plain_value(v)])
+    token = _TOKENS.get(snap)
+    if token is None:
+        if len(_TOKENS) > 65536:  # an attribute annealed for ever: forget old snapshots
+            _TOKENS.clear()
+        token = _TOKENS[snap] = next(_NEXT_TOKEN)  # never reused: a stale token never matches
+    return token
+
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     """What ``load_state_dict`` returns; prints ``<All keys matched successfully>`` if empty."""
@@ -79,6 +106,7 @@ class Module:
     training: bool
     _version: int = 1
     dump_patches: bool = False
+    _acg_plain: int = 0  # plain_token of the plain-valued attributes (0: none set yet)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if args or kwargs:
@@ -170,7 +198,11 @@ class Module:
                                 "(torch.Tensor or None expected)")
             d["_buffers"][name] = value
         else:
+            old = d.get(name, _ABSENT)
             object.__setattr__(self, name, value)
+            if name != "training" and (plain_value(value) or plain_value(old)) and \
+                    (type(old) is not type(value) or old != value):
+                d["_acg_plain"] = plain_token(d)
 
     def _forget(self, name: str, keep: str) -> None:
         """Drop ``name`` from every place but ``keep``, the registry it is about to be
@@ -188,13 +220,21 @@ class Module:
                 return d[reg][name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
+    def __setstate__(self, state: dict) -> None:
+        """Unpickled or deep-copied: the plain-attribute token is this process's own."""
+        self.__dict__.update(state)
+        self.__dict__["_acg_plain"] = plain_token(self.__dict__)
+
     def __delattr__(self, name: str) -> None:
         for reg in ("_parameters", "_buffers", "_modules"):
             if name in self.__dict__[reg]:
                 del self.__dict__[reg][name]
                 self._non_persistent_buffers_set.discard(name)
                 return
+        plain = plain_value(self.__dict__.get(name))
         object.__delattr__(self, name)
+        if plain:
+            self.__dict__["_acg_plain"] = plain_token(self.__dict__)
 
     def __dir__(self) -> list[str]:
         keys = (list(dir(type(self))) + list(self.__dict__) + list(self._parameters)

@@ -39,7 +39,8 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     def __reduce_ex__(self, proto: int) -> Any:
-        return (_rebuild_parameter, (self.detach(), self.requires_grad))
+        """Pickled with its Python attributes (``p._no_weight_decay``), as PyTorch's."""
+        return (_rebuild_parameter, (self.detach(), self.requires_grad, dict(self.__dict__)))
 
     def __deepcopy__(self, memo: dict) -> "Parameter":
         if id(self) not in memo:
@@ -47,8 +48,11 @@ class Parameter(Tensor):
         return memo[id(self)]
 
 
-def _rebuild_parameter(data: Tensor, requires_grad: bool) -> Parameter:
-    return Parameter(data, requires_grad)
+def _rebuild_parameter(data: Tensor, requires_grad: bool, state: dict | None = None
+                       ) -> Parameter:
+    p = Parameter(data, requires_grad)
+    p.__dict__.update(state or {})
+    return p
 
 
 # -- vision area: lazy modules' placeholders (UninitializedParameter, UninitializedBuffer) --

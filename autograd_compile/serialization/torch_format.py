@@ -215,12 +215,15 @@ def _unsupported(kind: str) -> Callable[..., Any]:
     return fail
 
 
+_TENSOR_SLOTS = frozenset(Tensor.__slots__)  # our own fields: never set from a file
+
+
 def _set_state(t: Tensor, state: Any) -> None:
     """Plain attributes a PyTorch tensor carried (``tensor.foo = 1``); nothing callable."""
     if isinstance(state, tuple) and len(state) == 2:
         state = {**(state[0] or {}), **(state[1] or {})}
     for k, v in (state or {}).items():
-        if not isinstance(k, str) or k.startswith("__"):
+        if not isinstance(k, str) or k.startswith("__") or k in _TENSOR_SLOTS:
             raise refuse(f"setting the attribute {k!r} of a tensor")
         object.__setattr__(t, k, v)
 
@@ -340,16 +343,26 @@ class TorchZipWriter(PickleWriter):
         except Exception as e:  # a tracer or fake: no value to save
             raise TypeError(f"acg.save: the tensor at {where or 'the top'} has no value "
                             f"({type(t._data).__name__})") from e
-        self._array(array, t.requires_grad, isinstance(t, Parameter), _location(t), where)
+        self._array(array, t.requires_grad, isinstance(t, Parameter), _location(t), where,
+                    dict(t.__dict__))
         self.put(t)
 
     def _array(self, array: np.ndarray, requires_grad: bool, parameter: bool, loc: str,
-               where: str) -> None:
+               where: str, state: dict | None = None) -> None:
+        """A tensor as torch.save writes it; ``state``: its Python attributes, if any."""
         if array.dtype.name not in names.TORCH_DTYPES or array.dtype.fields:
             raise TypeError(f"acg.save: cannot save an array of dtype {array.dtype.name}")
         if parameter:
-            self.reduce("torch._utils", "_rebuild_parameter", lambda: self.tuple_of_raw(
-                [lambda: self._plain(array, False, loc), requires_grad, _HOOKS]))
+            name, parts = ("_rebuild_parameter_with_state", [state]) if state else \
+                ("_rebuild_parameter", [])
+            self.reduce("torch._utils", name, lambda: self.tuple_of_raw(
+                [lambda: self._plain(array, False, loc), requires_grad, _HOOKS, *parts]))
+        elif state:  # torch's Tensor.__reduce_ex__ for a tensor with attributes
+            rebuild, parts = self._plain_parts(array, requires_grad, loc)
+            self.reduce("torch._tensor", "_rebuild_from_type_v2", lambda: self.tuple_of_raw(
+                [lambda: self.global_("torch._utils", rebuild),
+                 lambda: self.global_("torch", "Tensor"),
+                 lambda: self.tuple_of_raw(parts), state]))
         else:
             self._plain(array, requires_grad, loc)
 
@@ -361,6 +374,12 @@ class TorchZipWriter(PickleWriter):
         self.op(b"t")
 
     def _plain(self, array: np.ndarray, requires_grad: bool, loc: str) -> None:
+        rebuild, parts = self._plain_parts(array, requires_grad, loc)
+        self.reduce("torch._utils", rebuild, lambda: self.tuple_of_raw(parts))
+
+    def _plain_parts(self, array: np.ndarray, requires_grad: bool, loc: str
+                     ) -> tuple[str, list[Any]]:
+        """(the ``torch._utils`` rebuild function, its argument writers) for ``array``."""
         key = str(len(self.storages))
         self.storages.append((key, np.ascontiguousarray(array).astype(
             array.dtype.newbyteorder("<")).tobytes()))
@@ -384,10 +403,9 @@ class TorchZipWriter(PickleWriter):
 
         parts = [persid, 0, tuple(size), tuple(stride), bool(requires_grad), _HOOKS]
         if storage:
-            self.reduce("torch._utils", "_rebuild_tensor_v2", lambda: self.tuple_of_raw(parts))
-        else:
-            parts.append(lambda: self.global_("torch", names.torch_name(array.dtype)))
-            self.reduce("torch._utils", "_rebuild_tensor_v3", lambda: self.tuple_of_raw(parts))
+            return "_rebuild_tensor_v2", parts
+        parts.append(lambda: self.global_("torch", names.torch_name(array.dtype)))
+        return "_rebuild_tensor_v3", parts
 
 
 def _dtype_of(obj: Any) -> np.dtype | None:
