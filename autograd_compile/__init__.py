@@ -105,3 +105,7 @@ _install_tail_c(Tensor)
 from . import _foreach  # noqa: E402
 _foreach.install(globals())
 from . import jit, testing  # noqa: E402  (torch.jit, torch.testing)
+# -- torch.sparse: sparse COO tensors (a Tensor subclass over indices and values) --
+from . import sparse  # noqa: E402
+from .sparse import sparse_coo, sparse_coo_tensor, sparse_csr, spmm  # noqa: E402,F401
+sparse.install(Tensor)

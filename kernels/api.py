@@ -994,10 +994,21 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     >>> (acg.ones(5, 2, 3) @ acg.ones(3)).shape
     (5, 2)
     """
+    sparse = SPARSE_MM.get(type(input)) or SPARSE_MM.get(type(other))
+    if sparse is not None:
+        return sparse[1](input, other)
     return L.matmul(input, other)
 
 
+# sparse layout class -> (mm, matmul) for it: autograd_compile.sparse installs itself here (it
+# imports this module); a dense call pays two dict misses
+SPARSE_MM: dict[type, tuple[Callable, Callable]] = {}
+
+
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    sparse = SPARSE_MM.get(type(input)) or SPARSE_MM.get(type(mat2))
+    if sparse is not None:
+        return sparse[0](input, mat2)
     return L.mm(input, mat2)
 
 

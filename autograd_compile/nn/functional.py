@@ -18,6 +18,7 @@ from ..kernels import conv as _conv
 from ..kernels import losses as _losses
 from ..kernels import nn as _nn
 from ..kernels.factories import default_generator as _default_generator
+from ..sparse._embedding import embedding as _sparse_embedding
 from ..kernels._dtypes import as_dtype
 from ..kernels._shapes import shapes_equal
 from ..tensor import Tensor
@@ -186,6 +187,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         padding_idx = padding_idx % rows
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
+    if sparse and weight._requires_grad and weight.grad_fn is None and is_grad_enabled():
+        return _sparse_embedding(input, weight, -1 if padding_idx is None else padding_idx,
+                                 scale_grad_by_freq)  # weight.grad: a sparse COO tensor
     return _attn.embedding(weight, input, -1 if padding_idx is None else padding_idx,
                            scale_grad_by_freq, sparse)
 

@@ -8,12 +8,13 @@
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import jax
 import jax.numpy as jnp
 
 from . import _rules
+from ._sparse_rules import ADAM_SPARSE, has_sparse_grad, sparse_sgd, step_sparse
 from .optimizer import Optimizer
 
 _ACCEPTED = ("foreach", "differentiable", "fused", "capturable")  # accepted for parity; unused
@@ -42,6 +43,22 @@ def _check_fused(fused: bool | None, foreach: bool | None, differentiable: bool)
         raise RuntimeError("`fused` does not support `differentiable`")
     if fused and foreach:
         raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def _closure_loss(closure: Callable[[], Any] | None) -> Any:
+    if closure is None:
+        return None
+    from ..autograd.grad_mode import enable_grad
+    with enable_grad():
+        return closure()
+
+
+def _hold_sparse(params: list[Any]) -> list[tuple[Any, Any]]:
+    """Sparse gradients taken off their parameters while the dense step runs."""
+    held = [(p, p._grad) for p in params if p._grad is not None and p._grad.is_sparse]
+    for p, _ in held:
+        p._grad = None
+    return held
 
 
 def _step0() -> jax.Array:
@@ -85,6 +102,23 @@ class SGD(Optimizer):
     def _static(self, g: dict) -> tuple:
         return (bool(g["nesterov"]), bool(g["maximize"]), g["momentum"] != 0)
 
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """The update; parameters with a sparse gradient (``Embedding(sparse=True)``) take
+        PyTorch's sparse branch, touching only their rows."""
+        params = [p for g in self.param_groups for p in g["params"]]
+        if not has_sparse_grad(params):
+            return super().step(closure)
+        loss = _closure_loss(closure)
+        held = _hold_sparse(params)
+        try:
+            super().step()
+        finally:
+            for p, g in held:
+                p._grad = g
+        for group in self.param_groups:
+            step_sparse(group["params"], lambda p: sparse_sgd(p, self.state[p], group))
+        return loss
+
     def _init_state(self, p: jax.Array, g: dict) -> dict[str, jax.Array]:
         # with zero dampening a zero buffer gives b_1 = g exactly: one program from step 1
         if g["momentum"] != 0 and g["dampening"] == 0:
@@ -123,6 +157,12 @@ class Adam(Optimizer):
     def _static(self, g: dict) -> tuple:
         return (bool(g["amsgrad"]), bool(g["maximize"]),
                 bool(g.get("decoupled_weight_decay", False)))
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """The update; a sparse gradient raises PyTorch's error (use SparseAdam)."""
+        if has_sparse_grad([p for g in self.param_groups for p in g["params"]]):
+            raise RuntimeError(ADAM_SPARSE)
+        return super().step(closure)
 
     def _init_state(self, p: jax.Array, g: dict) -> dict[str, jax.Array]:
         state = {"step": _step0(), "exp_avg": jnp.zeros_like(p), "exp_avg_sq": jnp.zeros_like(p)}

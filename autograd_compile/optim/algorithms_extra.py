@@ -17,6 +17,8 @@ import jax
 import jax.numpy as jnp
 
 from . import _rules
+from ..kernels.api import zeros_like
+from ._sparse_rules import SPARSE_ADAM_DENSE, sparse_adam, step_sparse
 from .algorithms import _check, _check_betas, _check_common, _filled, _step0
 from .optimizer import Optimizer
 
@@ -270,8 +272,8 @@ def _size(p: Any) -> str:
 
 
 class SparseAdam(Optimizer):
-    """Adam for sparse gradients; this engine has no sparse layout, so ``step`` raises as
-    PyTorch does for a dense gradient.
+    """Adam for sparse gradients (``nn.Embedding(sparse=True)``), as PyTorch's: only the
+    rows a gradient names update their moments and values; a dense gradient raises.
 
     >>> import autograd_compile as acg
     >>> w = acg.nn.Parameter(acg.ones(1)); opt = acg.optim.SparseAdam([w])
@@ -292,14 +294,24 @@ class SparseAdam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, maximize=maximize))
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """Raise for every (dense) gradient, as PyTorch; returns ``closure()``'s loss otherwise."""
+        """One SparseAdam step for every parameter with a (sparse) gradient."""
         loss = None
         if closure is not None:
             from ..autograd.grad_mode import enable_grad
             with enable_grad():
                 loss = closure()
         for group in self.param_groups:
-            if any(p._grad is not None for p in group["params"]):
-                raise RuntimeError("SparseAdam does not support dense gradients, please "
-                                   "consider Adam instead")
+            live = [p for p in group["params"] if p._grad is not None]
+            if any(not p._grad.is_sparse for p in live):
+                raise RuntimeError(SPARSE_ADAM_DENSE)
+            for p in live:
+                self._step_one(p, group)
         return loss
+
+    def _step_one(self, p: Any, group: dict) -> None:
+        state = self.state[p]
+        if not state:
+            state.update(step=0, exp_avg=zeros_like(p.detach()), exp_avg_sq=zeros_like(p.detach()))
+        state["step"] += 1
+        step_sparse([p], lambda q: sparse_adam(q, state, float(group["lr"]), group["betas"],
+                                               group["eps"], group.get("maximize", False)))
