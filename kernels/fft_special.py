@@ -79,6 +79,26 @@ def binary(name: str, fn: Callable, diff: Any = None, differentiable: bool = Tru
                  diff=diff, differentiable=differentiable)
 
 
+@jax.custom_vjp
+def _xlogy_same(x: jax.Array, y: jax.Array) -> jax.Array:
+    return jsp.xlogy(x, y)
+
+
+def _xlogy_bwd(res: tuple, g: jax.Array) -> tuple:
+    """PyTorch's derivative: d/dx is 0 where x == 0 and y <= 0 (jax's log(y) gives -inf
+    there: xlogy(0, 0) is a constant 0), d/dy = x / y."""
+    x, y = res
+    gx = jnp.where((x == 0) & (y <= 0), jnp.zeros((), g.dtype), g * jnp.log(y))
+    return gx, g * x / y
+
+
+_xlogy_same.defvjp(lambda x, y: (_xlogy_same(x, y), (x, y)), _xlogy_bwd)
+
+
+def _xlogy(x: jax.Array, y: jax.Array) -> jax.Array:
+    return _xlogy_same(*jnp.broadcast_arrays(x, y))  # the broadcast's vjp sums back
+
+
 def _sinc(x: jax.Array) -> jax.Array:
     return jnp.sinc(x)
 
@@ -250,7 +270,7 @@ SPECIAL = {
     "modified_bessel_i0": unary("modified_bessel_i0", jsp.i0, differentiable=False),
     "modified_bessel_i1": unary("modified_bessel_i1", jsp.i1, differentiable=False),
     "airy_ai": unary("airy_ai", _airy_ai, differentiable=False),
-    "xlogy": binary("xlogy", jsp.xlogy), "xlog1py": binary("xlog1py", jsp.xlog1py),
+    "xlogy": binary("xlogy", _xlogy), "xlog1py": binary("xlog1py", jsp.xlog1py),
     "zeta": binary("zeta", jsp.zeta, differentiable=False),
     "gammainc": binary("gammainc", jsp.gammainc, diff=("other",)),
     "gammaincc": binary("gammaincc", jsp.gammaincc, diff=("other",)),

@@ -300,7 +300,12 @@ def _cross_entropy(x: Any, t: Any, w: Any = None, reduction: str = "mean",
     # label_smoothing may be a traced (lifted) scalar: no Python branch on its value
     wc = 1 if w is None else w.reshape((-1,) + (1,) * (x.ndim - c - 1))
     smooth = -jnp.sum(logp * wc, c) * valid
-    loss = (1 - label_smoothing) * (-picked * wt) + smooth * (label_smoothing / x.shape[c])
+    # a -inf logit (NT-Xent's masked diagonal) is -inf in logp: 0 * inf must not reach the
+    # loss, neither from the smoothing term when it is off nor from an ignored row
+    smooth = jnp.where(label_smoothing == 0, jnp.zeros((), x.dtype),
+                       smooth * (label_smoothing / x.shape[c]))
+    loss = (1 - label_smoothing) * (jnp.where(valid, -picked, jnp.zeros((), x.dtype)) * wt) \
+        + smooth
     if reduction == "none":
         return loss
     return jnp.sum(loss) if reduction == "sum" else jnp.sum(loss) / jnp.sum(wt)

@@ -213,3 +213,25 @@ def test_errors_have_torchs_class(name, call) -> None:
     assert type(want.value).__name__.lstrip("_") in names, (name, got.value, want.value)
     text = str(want.value).split("\n")[0]
     assert text.split(": ", 1)[-1][:50] in str(got.value), (got.value, want.value)
+
+
+def test_xlogy_gradient_at_zero_follows_pytorch():
+    """d/dx xlogy(x, y) is 0 where x == 0 and y <= 0 (xlogy(0, y) is the constant 0 there;
+    log(y) gave -inf), and d/dy = x / y, also through broadcasting and a double backward."""
+    x = acg.tensor([0.0, 1.0, 0.0, 2.0], requires_grad=True)
+    y = acg.tensor([0.0, 2.0, -1.0, 3.0], requires_grad=True)
+    acg.xlogy(x, y).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [0.0, np.log(2), 0.0, np.log(3)], rtol=1e-6)
+    np.testing.assert_allclose(y.grad.numpy()[1:], [0.5, 0.0, 2 / 3], rtol=1e-6)
+    assert np.isnan(y.grad.numpy()[0])  # 0 / 0, as torch
+    a = acg.tensor([[0.0, 1.0]], requires_grad=True)
+    b = acg.tensor([[2.0], [0.5], [1.0]], requires_grad=True)
+    (acg.xlogy(a, b) * acg.arange(6.0).reshape(3, 2)).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), [[-np.log(4), -np.log(4)]], rtol=1e-6)
+    np.testing.assert_allclose(b.grad.numpy(), [[0.5], [6.0], [5.0]], rtol=1e-6)
+    u = acg.tensor([0.5, 1.0], requires_grad=True)
+    g, = acg.autograd.grad(acg.xlogy(u, acg.tensor([2.0, 3.0])).sum() * u.sum(), u,
+                           create_graph=True)
+    g.sum().backward()  # sum_j (log y_j T + S), T = sum u, S = sum u log y: sum log y + 2 log y_k
+    np.testing.assert_allclose(u.grad.numpy(), [3 * np.log(2) + np.log(3),
+                                                np.log(2) + 3 * np.log(3)], rtol=1e-6)

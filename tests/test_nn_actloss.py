@@ -820,3 +820,31 @@ def test_ctc_impossible_sample_gets_nan_gradients_like_torch(mode: Any) -> None:
                                  reduction="none")[1].backward()
     np.testing.assert_array_equal(np.isnan(grad), t.grad.isnan().numpy())
     np.testing.assert_allclose(grad[:, 1], t.grad[:, 1].numpy(), rtol=1e-4, atol=1e-5)
+
+
+def _ce_reference(x: np.ndarray, t: np.ndarray, ignore: int = -100) -> np.ndarray:
+    """Per-row cross entropy in float64, -inf logits kept out of the log-sum-exp."""
+    m = x.max(1, keepdims=True)
+    lse = m[:, 0] + np.log(np.exp(x - m).sum(1))
+    return np.where(t == ignore, 0.0, lse - x[np.arange(len(t)), np.where(t == ignore, 0, t)])
+
+
+def test_cross_entropy_with_minus_inf_logits_is_finite(mode):
+    """NT-Xent masks the similarity diagonal with -inf: the loss stays finite (it was NaN
+    from 0 * inf in the smoothing term), the gradient softmax's, ignored rows 0."""
+    x = np.array([[-np.inf, 1.0, 2.0], [0.5, -np.inf, 0.0], [-np.inf, 0.3, 0.1]], np.float32)
+    t = np.array([2, 0, -100])
+    want = _ce_reference(x.astype(np.float64), t)
+    xt = acg.tensor(x, requires_grad=True)
+    loss = F.cross_entropy(xt, acg.tensor(t), reduction="none")
+    assert_close(loss.detach().numpy(), want, rtol=1e-6)
+    with mode():
+        F.cross_entropy(xt, acg.tensor(t)).backward()
+    soft = np.exp(x - x.max(1, keepdims=True))
+    soft /= soft.sum(1, keepdims=True)
+    grad = soft.copy()
+    grad[[0, 1], [2, 0]] -= 1
+    grad[2] = 0
+    assert_close(xt.grad.numpy(), grad / 2, atol=1e-6)
+    smoothed = F.cross_entropy(acg.tensor(x[:2]), acg.tensor(t[:2]), label_smoothing=0.1)
+    assert smoothed.item() == np.inf  # -log p of a -inf class: as torch
