@@ -24,6 +24,7 @@ place (eagerly, each call appends): the region runs eagerly.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from ..tracing.fake import FakeTensor
@@ -51,6 +52,11 @@ class Sink:
 
 
 _CELL = object()
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks")
+
+
+def _hooks(m: Any) -> list[Any]:
+    return [h for k in _HOOK_DICTS for h in (getattr(m, k, None) or {}).values()]
 _MAX_WATCHED = 4096  # a bigger dict or list (a dataset held in a global) is not watched
 
 
@@ -70,12 +76,36 @@ class Sinks:
             if isinstance(g, dict) and id(g) not in seen:
                 seen.add(id(g))
                 self._watch(g, "global ")
+        self._closure(fn, "closure variable")
+        for m in modules:  # a forward hook keeps features: feats[name] = output
+            for hook in _hooks(m):
+                self._hook(hook, seen)
+
+    def _closure(self, fn: Any, label: str) -> None:
         for cell in getattr(getattr(fn, "__func__", fn), "__closure__", None) or ():
             try:
-                self.places.append((cell, _CELL, cell.cell_contents, "closure variable"))
-                self._containers(cell.cell_contents, "closure variable", 2)
+                self.places.append((cell, _CELL, cell.cell_contents, label))
+                self._containers(cell.cell_contents, label, 2)
             except ValueError:  # an empty cell, filled by the region
-                self.places.append((cell, _CELL, _EMPTY, "closure variable"))
+                self.places.append((cell, _CELL, _EMPTY, label))
+
+    def _hook(self, hook: Any, seen: set[int]) -> None:
+        """What a module hook can store into: its closure, its globals, the object of a
+        bound method (``self.features = output``), a partial's arguments."""
+        if isinstance(hook, functools.partial):
+            for v in list(hook.args) + list(hook.keywords.values()):
+                self._containers(v, "a hook's argument", 2)
+            hook = hook.func
+        owner = getattr(hook, "__self__", None)
+        if owner is not None and isinstance(getattr(owner, "__dict__", None), dict) and \
+                id(owner.__dict__) not in self._seen:
+            self._seen.add(id(owner.__dict__))
+            self._watch(owner.__dict__, f"{type(owner).__name__}.")
+        self._closure(hook, "a hook's closure variable")
+        g = getattr(getattr(hook, "__func__", hook), "__globals__", None)
+        if isinstance(g, dict) and id(g) not in seen:
+            seen.add(id(g))
+            self._watch(g, "global ")
 
     def _watch(self, d: dict, label: str) -> None:
         self.dicts.append((d, dict(d), label))
@@ -140,7 +170,7 @@ class Sinks:
         out = [f"{label}{k}" for d, before, label in self.dicts for k in _plain_changed(d, before)]
         for cell, _, old, label in self.places:
             v = cell.cell_contents if _filled(cell) else _EMPTY
-            if v is not old and (plain(v) or plain(old)) and not _same_value(old, v):
+            if _plain_store(old, v):
                 out.append(label)
         return out
 
@@ -155,7 +185,7 @@ class Sinks:
                     del d[k]
         for cell, _, old, _ in self.places:
             v = cell.cell_contents if _filled(cell) else _EMPTY
-            if v is not old and (plain(v) or plain(old)) and not _same_value(old, v):
+            if _plain_store(old, v):
                 if old is _EMPTY:
                     del cell.cell_contents
                 else:
@@ -192,11 +222,16 @@ def _plain_changed(d: dict, before: dict) -> list[Any]:
     """Keys of ``d`` whose plain (Python scalar) value differs from ``before``'s."""
     out = []
     for k, v in list(d.items()):
-        old = before.get(k, _EMPTY)
-        if v is not old and k not in _TOKEN_KEYS and (plain(v) or plain(old)) and \
-                not _same_value(old, v):
+        if k not in _TOKEN_KEYS and _plain_store(before.get(k, _EMPTY), v):
             out.append(k)
     return out
+
+
+def _plain_store(old: Any, new: Any) -> bool:
+    """A Python value stored over another value. Storing None (``self.cache = None``)
+    is the same at every call, so a trace may leave it done once; a tensor's store is a
+    sink (the program outputs it)."""
+    return new is not old and new is not None and plain(new) and not _same_value(old, new)
 
 
 def _same_value(a: Any, b: Any) -> bool:
