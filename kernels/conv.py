@@ -84,17 +84,23 @@ def _conv_rule(x: Any, w: Any, b: Any, stride: Any, padding: Any, dilation: Any,
     return TensorMeta(_conv_out_shape(x, w, stride, padding, dilation), x.dtype)
 
 
-def _conv_raw(x: Any, w: Any, stride: Any, padding: Any, dilation: Any, groups: int) -> Any:
+def _conv_raw(x: Any, w: Any, stride: Any, padding: Any, dilation: Any, groups: int,
+              accumulate: Any = None) -> Any:
     sp = _SPATIAL[x.ndim - 2]
     return jax.lax.conv_general_dilated(
         x, w, tuple(stride), [(padding[2 * i], padding[2 * i + 1]) for i in range(x.ndim - 2)],
         rhs_dilation=tuple(dilation), dimension_numbers=("NC" + sp, "OI" + sp, "NC" + sp),
-        feature_group_count=groups)
+        feature_group_count=groups, preferred_element_type=accumulate)
 
 
 def _conv(x: Any, w: Any, b: Any, stride: Any, padding: Any, dilation: Any, groups: int) -> Any:
-    out = _conv_raw(x, w, stride, padding, dilation, groups)
-    return out if b is None else out + b.reshape((-1,) + (1,) * (x.ndim - 2))
+    if b is None:
+        return _conv_raw(x, w, stride, padding, dilation, groups)
+    bias = b.reshape((-1,) + (1,) * (x.ndim - 2))
+    if x.dtype.itemsize == 2 and x.dtype.kind in "fV":  # bfloat16 / float16: one rounding,
+        out = _conv_raw(x, w, stride, padding, dilation, groups, np.float32)  # as torch's
+        return (out + bias.astype(np.float32)).astype(x.dtype)
+    return _conv_raw(x, w, stride, padding, dilation, groups) + bias
 
 
 def _conv_input_bwd(g: Any, w: Any, size: Any, stride: Any, padding: Any, dilation: Any,

@@ -399,6 +399,11 @@ def _linear_rule(x: Any, w: Any, b: Any = None) -> TensorMeta:
 
 
 def _linear(x: Any, w: Any, b: Any = None) -> Any:
+    if b is not None and x.dtype.itemsize == 2 and x.dtype.kind in "fV":
+        # bfloat16 / float16 (autocast): the bias added to the float32 accumulator, one
+        # rounding, as PyTorch's addmm (x @ w.T rounded, then + b, rounds twice)
+        out = jnp.matmul(x, w.T, preferred_element_type=np.float32)
+        return (out + b.astype(np.float32)).astype(x.dtype)
     out = jnp.matmul(x, w.T)  # .T of a 1-D weight is itself: x @ w
     return out if b is None else out + b
 

@@ -602,3 +602,26 @@ def test_docstring_examples_run() -> None:
             warnings.simplefilter("ignore", UserWarning)  # "cuda" without a GPU
             result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+@pytest.mark.parametrize("op", ["linear", "conv2d"])
+def test_autocast_bias_is_added_before_the_one_rounding(op):
+    """Under bfloat16 autocast, linear and conv add their bias to the float32 accumulator
+    and round once, as PyTorch's addmm / convolution: rounding x @ w.T first, then the sum,
+    was off by one ulp in a quarter of the elements (a ViT drifted from torch's)."""
+    rng = np.random.default_rng(0)
+    if op == "linear":
+        x, w, b = rng.normal(size=(64, 96)), rng.normal(size=(128, 96)) * 0.1, \
+            rng.normal(size=128) * 0.1
+    else:
+        x, w, b = rng.normal(size=(2, 8, 10, 10)), rng.normal(size=(16, 8, 3, 3)) * 0.1, \
+            rng.normal(size=16) * 0.1
+    bf = [np.asarray(acg.tensor(v.astype(np.float32)).bfloat16().float().numpy(), np.float64)
+          for v in (x, w, b)]  # the bfloat16 inputs, exactly, in float64
+    fn = getattr(acg.nn.functional, op)
+    exact = fn(*(acg.tensor(v) for v in bf)).numpy()  # float64: no rounding to speak of
+    want = acg.tensor(exact).to(acg.bfloat16).float().numpy()
+    with acg.autocast("cpu", dtype=acg.bfloat16):
+        got = fn(*(acg.tensor(v.astype(np.float32)) for v in (x, w, b)))
+    assert got.dtype == acg.bfloat16
+    assert np.mean(got.float().numpy() != want) < 1e-3
