@@ -221,3 +221,28 @@ def test_cora_sized_graph_is_not_densified():
     np.add.at(expect, idx[0], s._values().numpy()[:, None] * x.detach().numpy()[idx[1]])
     np.testing.assert_allclose(out.detach().numpy(), expect, rtol=1e-4, atol=1e-4)
     assert x.grad.shape == (n, 16)
+
+
+def test_sparse_argument_of_a_compiled_region(mode):
+    """pygcn calls ``model(features, adj)``: a sparse argument is traced through its
+    indices and values (its size is in the guard), gradients reach values that require
+    grad, in every mode; a new pattern of the same size reuses the trace."""
+    acg.manual_seed(0)
+    lin = acg.nn.Linear(4, 2)
+    x = acg.randn(3, 4)
+    f = acg.compile(lambda x, a: acg.spmm(a, lin(x)).tanh().sum())
+    acg.aot.counters.clear()
+    for idx in ([[0, 1, 2, 2], [1, 0, 2, 0]], [[0, 0, 1, 2], [0, 2, 1, 1]]):
+        vals = acg.tensor([1.0, 2.0, 3.0, 0.5], requires_grad=True)
+        adj = acg.sparse_coo_tensor(acg.tensor(idx), vals, (3, 3))
+        lin.zero_grad()
+        with mode():
+            f(x, adj).backward()
+        got = (vals.grad.numpy().copy(), lin.weight.grad.numpy().copy())
+        vals.grad, lin.weight.grad = None, None
+        ref_v = acg.tensor([1.0, 2.0, 3.0, 0.5], requires_grad=True)
+        ref = acg.sparse_coo_tensor(acg.tensor(idx), ref_v, (3, 3)).to_dense()  # eager, dense
+        (ref @ lin(x)).tanh().sum().backward()
+        np.testing.assert_allclose(got[0], ref_v.grad.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got[1], lin.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert acg.aot.counters["traces"] == 1 and acg.aot.counters["eager_runs"] == 0

@@ -39,10 +39,22 @@ def flatten(value: Any, keyed: bool = True) -> tuple[list, tuple]:
     return leaves, _spec(value, leaves, keyed)
 
 
+@functools.lru_cache(maxsize=None)
+def _parts(kind: type) -> Any:
+    """A tensor type made of other tensors (a sparse COO tensor: indices and values) says
+    so with ``__acg_flatten__(t) -> (children, aux)`` and ``__acg_unflatten__(aux, children)``:
+    its children are the leaves, ``aux`` (hashable: sizes, flags) is in the spec."""
+    return getattr(kind, "__acg_flatten__", None)
+
+
 def _spec(value: Any, leaves: list, keyed: bool) -> tuple:
     if isinstance(value, Tensor):
-        leaves.append(value)
-        return TENSOR
+        parts = _parts(type(value))
+        if parts is None:
+            leaves.append(value)
+            return TENSOR
+        children, aux = parts(value)
+        return ("parts", type(value), aux, tuple(_spec(c, leaves, keyed) for c in children))
     kind = type(value)
     if kind in (tuple, list, Size):  # (a Size: a shape, rebuilt as one)
         return (kind.__name__, tuple(_spec(v, leaves, keyed) for v in value))
@@ -78,6 +90,8 @@ def unflatten(spec: tuple, leaves: Iterator[Any]) -> Any:
         return {k: unflatten(s, leaves) for k, s in zip(spec[1], spec[2])}
     if kind == "namedtuple":
         return spec[1](*(unflatten(s, leaves) for s in spec[2]))
+    if kind == "parts":
+        return spec[1].__acg_unflatten__(spec[2], [unflatten(s, leaves) for s in spec[3]])
     items = [unflatten(s, leaves) for s in spec[1]]
     return tuple(items) if kind == "tuple" else Size(items) if kind == "Size" else items
 
@@ -94,7 +108,7 @@ def flatten_call(args: tuple, kwargs: dict, keyed: bool = True) -> tuple[list, t
     tensors only (the spec then has no constants, keyed or not)."""
     if not kwargs:
         for a in args:
-            if not isinstance(a, Tensor):
+            if not isinstance(a, Tensor) or _parts(type(a)) is not None:
                 break
         else:
             return list(args), _tensors_spec(len(args))

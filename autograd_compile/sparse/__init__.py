@@ -22,8 +22,10 @@ tensor, and its ``.grad`` is that tensor's gradient at its own pattern (a sparse
 
 What reads the indices' values on the host (so runs eagerly, nnz being data): the size check
 of :func:`sparse_coo_tensor`, ``coalesce``, ``to_sparse`` and ``sum`` over a dim. Inside
-``acg.compile`` a sparse constant (a closure or plain attribute) is traced through its parts;
-a sparse argument or registered buffer makes the region run eagerly, with that reason.
+``acg.compile`` a sparse argument (pygcn's ``model(features, adj)``: its indices and values are
+the region's inputs, its size is in the guard) or constant (a closure or plain attribute) is
+traced through its parts; a registered sparse buffer makes the region run eagerly, with that
+reason.
 
 >>> import autograd_compile as acg
 >>> adj = acg.sparse_coo_tensor([[0, 1, 1], [1, 0, 1]], [1.0, 1.0, 1.0], (2, 2))

@@ -46,6 +46,14 @@ class SparseTensor(Tensor):
         table (``__acg_handler__``, installed by ``autograd_compile.sparse``)."""
         return cls.__acg_handler__(func, types, args, kwargs or {})
 
+    # -- as a compiled region's argument: its two tensors, the size in the guard ---------
+    def __acg_flatten__(self) -> tuple[tuple[Tensor, Tensor], tuple]:
+        return (self._indices_t, self._values_t), (self._size, self._coalesced)
+
+    @classmethod
+    def __acg_unflatten__(cls, aux: tuple, children: list) -> "SparseTensor":
+        return make(children[0], children[1], aux[0], aux[1])
+
     # -- what a Tensor reads, answered from the parts ------------------------------------
     @property
     def _data(self) -> Any:
@@ -196,8 +204,9 @@ def _no_dense_value() -> Exception:
     """Reading a sparse tensor as a dense array: inside ``acg.compile``'s trace this is its
     own fallback exception (the region runs eagerly, with this reason), else RuntimeError.
     The trace module is looked up, not imported: the compiler sits above this layer."""
-    text = ("a sparse COO tensor has no dense value (as an acg.compile argument or buffer it "
-            "runs eagerly; a sparse constant or attribute is traced); call .to_dense() for one")
+    text = ("a sparse COO tensor has no dense value (as an acg.compile buffer it runs "
+            "eagerly; a sparse argument, constant or attribute is traced); call .to_dense() "
+            "for one")
     trace = sys.modules.get("autograd_compile.aot.trace")
     return getattr(trace, "NotTraceable", RuntimeError)(text)
 
