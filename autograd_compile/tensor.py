@@ -404,6 +404,9 @@ class Tensor:
         ``detach()``), as PyTorch's address is; an in-place op may give a new one."""
         return id(self._store)
 
+    const_data_ptr = data_ptr  # PyTorch's read-only twin (the same address)
+    mutable_data_ptr = data_ptr
+
     def storage_offset(self) -> int:
         return 0  # (a view is its own value here: it starts its storage)
 

@@ -83,6 +83,7 @@ def test_storage_queries_identify_shared_tensors():
     tied.weight = lin.weight
     assert tied.weight.data_ptr() == lin.weight.data_ptr() != lin.bias.data_ptr()
     assert lin.weight.detach().data_ptr() == lin.weight.data_ptr()
+    assert lin.weight.const_data_ptr() == lin.weight.mutable_data_ptr() == lin.weight.data_ptr()
     storage = lin.weight.untyped_storage()
     assert storage.nbytes() == 24 and storage.data_ptr() == lin.weight.data_ptr()
     assert lin.weight.storage_offset() == 0 and lin.weight.share_memory_() is lin.weight
