@@ -23,3 +23,6 @@ __all__ += ["parametrizations", "parametrize", "fuse_conv_bn_eval", "fuse_conv_b
 from . import stateless  # noqa: E402
 
 __all__ += ["stateless"]
+from . import prune  # noqa: E402
+
+__all__ += ["prune"]
