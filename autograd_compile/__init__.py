@@ -78,6 +78,7 @@ from .nn._torch_vision import *  # noqa: E402,F401,F403
 # -- funclin: linalg / fft / special / func / autograd.functional / utils.checkpoint --
 from . import linalg  # noqa: E402
 from . import fft, special  # noqa: E402
+from . import signal  # noqa: E402  (torch.signal.windows)
 from . import func  # noqa: E402
 from . import compiler, random, _dynamo  # noqa: E402,A004  (torch.compiler, torch.random)
 from .kernels.api_funclin import *  # noqa: E402,F401,F403
