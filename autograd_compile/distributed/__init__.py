@@ -56,4 +56,13 @@ from ._runtime import (barrier, destroy_process_group, get_local_rank, get_rank,
 __all__ = ["ReduceOp", "all_reduce", "barrier", "destroy_process_group", "device_mesh",
            "get_local_rank", "get_rank", "get_world_size", "init", "init_process_group",
            "is_available", "is_initialized", "replicate", "shard",
-           "Work", "all_gather", "all_gather_into_tensor", "broadcast", "reduce_scatter_tensor"]
+           "Work", "all_gather", "all_gather_into_tensor", "broadcast", "reduce_scatter_tensor",
+           "fsdp"]
+
+
+def __getattr__(name: str) -> object:
+    """``fsdp`` (PyTorch's ``torch.distributed.fsdp``) loads on first use."""
+    if name == "fsdp":
+        import importlib
+        return importlib.import_module(f"{__name__}.fsdp")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
