@@ -217,7 +217,7 @@ def test_a_region_storing_python_values_runs_eagerly_once_traced(caplog):
     for _ in range(4):
         assert_close(f(x).numpy(), [2.0, 2.0])
     assert m.calls == 4 and calls["n"] == 4  # as eagerly: every call counted once
-    assert acg.aot.counters["traces"] == 1  # traced once, found storing, eager after
+    assert acg.aot.counters["traces"] == 2  # found storing twice: eager for good
     assert "stores a Python value in Counting.calls" in caplog.text
     with pytest.raises(acg.aot.Unsupported, match="stores a Python value"):
         acg.compile(Counting(), fullgraph=True)(x)
@@ -247,3 +247,28 @@ def test_global_counter_in_a_whole_step_counts_every_call():
     for _ in range(4):
         step()
     assert STEP == 4
+
+
+def test_a_store_done_once_is_traced_after_it():
+    """Lazy initialisation (a flag set on the first call) runs that call eagerly and is
+    traced from the next one: not eager for good."""
+    class LazyScale(acg.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ready = False
+            self.w = acg.nn.Parameter(acg.ones(3))
+
+        def forward(self, x):
+            if not self.ready:
+                self.ready = True
+            return x * self.w
+
+    m = LazyScale()
+    f = acg.compile(m)
+    acg.aot.counters.clear()
+    x = acg.arange(3.0)
+    for _ in range(4):
+        assert_close(f(x).detach().numpy(), [0.0, 1.0, 2.0])
+    assert m.ready is True
+    c = acg.aot.counters
+    assert (c["traces"], c["eager_runs"], c["cache_hits"]) == (2, 1, 2), dict(c)

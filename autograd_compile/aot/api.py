@@ -81,6 +81,7 @@ class CompiledFunction:
         self._auto: set[int] = set()  # argument size positions seen to change: symbolic next
         self._floats_seen: set[tuple] = set()  # guards new only in float values, run once
         self._warned: set[str] = set()
+        self._stores = 0  # traces that found the region storing a Python value
         roots = (lambda: [module]) if module is not None else \
             (lambda: [v for v in _referenced(fn) if isinstance(v, Module)])
         self._modules = ModuleState(roots)
@@ -204,8 +205,12 @@ class CompiledFunction:
             self._warn_once(str(e), f"acg.compile: running {self.__qualname__} eagerly: {e}")
             entry = _Entry(sig, None, None)
             entry.hooks = self._modules.hooks()
-            if isinstance(e.__cause__, SideEffect):  # its stores change the values each call
-                entry.loose = _values_free(sig)
+            if isinstance(e.__cause__, SideEffect):
+                # a store once (lazy init: self.ready = True) runs eagerly that call and is
+                # traced again after; a second one means every call stores: eager for good
+                self._stores += 1
+                if self._stores > 1:
+                    entry.loose = _values_free(sig)
         self._entries.insert(0, entry)
         return entry
 
