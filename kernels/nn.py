@@ -41,15 +41,22 @@ def _shifted(x: Any, dim: int, dtype: Any) -> tuple[Any, int]:
     return x - lax.stop_gradient(jnp.max(x, d, keepdims=True)), d
 
 
+def _half(dtype: Any) -> bool:
+    """bfloat16 / float16: PyTorch's CPU kernels compute these in float32, round once."""
+    return dtype.itemsize == 2 and dtype.kind in "fV"
+
+
 def _softmax(x: Any, dim: int, dtype: Any = None) -> Any:
-    z, d = _shifted(x, dim, dtype)
+    out = as_dtype(dtype) or to_float(x.dtype)
+    z, d = _shifted(x, dim, np.float32 if _half(np.dtype(out)) else dtype)
     e = jnp.exp(z)
-    return e / jnp.sum(e, d, keepdims=True)
+    return (e / jnp.sum(e, d, keepdims=True)).astype(out)
 
 
 def _log_softmax(x: Any, dim: int, dtype: Any = None) -> Any:
-    z, d = _shifted(x, dim, dtype)
-    return z - jnp.log(jnp.sum(jnp.exp(z), d, keepdims=True))
+    out = as_dtype(dtype) or to_float(x.dtype)
+    z, d = _shifted(x, dim, np.float32 if _half(np.dtype(out)) else dtype)
+    return (z - jnp.log(jnp.sum(jnp.exp(z), d, keepdims=True))).astype(out)
 
 
 softmax = defop("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", _softmax,
@@ -73,10 +80,13 @@ def _gelu_rule(x: Any, *, approximate: str = "none") -> TensorMeta:
 
 
 def _gelu(x: Any, *, approximate: str = "none") -> Any:
-    x = x.astype(to_float(x.dtype))
+    out = to_float(x.dtype)
+    x = x.astype(np.float32 if _half(np.dtype(out)) else out)  # (one rounding, as torch)
     if approximate == "tanh":
-        return 0.5 * x * (1 + jnp.tanh(_K * (x + _C * x * x * x)))
-    return 0.5 * x * (1 + special.erf(x / math.sqrt(2)))
+        y = 0.5 * x * (1 + jnp.tanh(_K * (x + _C * x * x * x)))
+    else:
+        y = 0.5 * x * (1 + special.erf(x / math.sqrt(2)))
+    return y.astype(out)
 
 
 def _gelu_backward(g: Any, x: Any, approximate: str, out: Any) -> Any:
