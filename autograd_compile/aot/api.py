@@ -25,7 +25,7 @@ from .paths import paths_to, resolve
 from .program import Region, counters
 from .trace import NotTraceable, _describe, python_random_kept, trace_joint
 from .tree import flatten, flatten_call, floats_free
-from .values import ValuePlaces, value_places
+from .values import ValuePlaces, cell_value, value_places
 from .wholestep import WholeStep, wants_whole_step
 
 log = config.get_logger("aot")
@@ -385,20 +385,11 @@ def _referenced(fn: Callable) -> list[Any]:
     """Values a function reads from its closure cells and from its globals by name. Each
     position is fixed by the code object (a cell, then a name it uses; None where empty or
     unbound), so an index into the list means the same place at every call (paths.py)."""
-    values = [c.cell_contents if _has_contents(c) else None
-              for c in getattr(fn, "__closure__", None) or ()]
+    values = [cell_value(c) for c in getattr(fn, "__closure__", None) or ()]
     code, glb = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
     if code is not None:
         values += [glb.get(n) for n in code.co_names]
     return values
-
-
-def _has_contents(cell: Any) -> bool:
-    try:
-        cell.cell_contents
-        return True
-    except ValueError:
-        return False
 
 
 def _arg_names(fn: Callable, args: tuple, kwargs: dict) -> list[str]:

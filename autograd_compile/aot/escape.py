@@ -27,10 +27,12 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from ..tracing.fake import FakeTensor
-from .values import plain
+from ..nn.module import plain_value as plain
+from ..nn.module import same_value
 from ..tensor import Tensor
+from ..tracing.fake import FakeTensor
 from .tree import flatten, unflatten
+from .values import cell_value
 
 _REGISTRIES = frozenset({"_parameters", "_buffers", "_modules"})
 
@@ -52,12 +54,12 @@ class Sink:
 
 
 _CELL = object()
+_MAX_WATCHED = 4096  # a bigger dict or list (a dataset held in a global) is not watched
 _HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks")
 
 
 def _hooks(m: Any) -> list[Any]:
     return [h for k in _HOOK_DICTS for h in (getattr(m, k, None) or {}).values()]
-_MAX_WATCHED = 4096  # a bigger dict or list (a dataset held in a global) is not watched
 
 
 class Sinks:
@@ -72,22 +74,24 @@ class Sinks:
             self._watch(m.__dict__, f"{type(m).__name__}.")
         seen: set[int] = set()
         for f in [fn] + [getattr(type(m), "forward", None) for m in modules]:
-            g = getattr(f, "__globals__", None)
-            if isinstance(g, dict) and id(g) not in seen:
-                seen.add(id(g))
-                self._watch(g, "global ")
+            self._globals(f, seen)
         self._closure(fn, "closure variable")
         for m in modules:  # a forward hook keeps features: feats[name] = output
             for hook in _hooks(m):
                 self._hook(hook, seen)
 
+    def _globals(self, f: Any, seen: set[int]) -> None:
+        g = getattr(getattr(f, "__func__", f), "__globals__", None)
+        if isinstance(g, dict) and id(g) not in seen:
+            seen.add(id(g))
+            self._watch(g, "global ")
+
     def _closure(self, fn: Any, label: str) -> None:
         for cell in getattr(getattr(fn, "__func__", fn), "__closure__", None) or ():
-            try:
-                self.places.append((cell, _CELL, cell.cell_contents, label))
-                self._containers(cell.cell_contents, label, 2)
-            except ValueError:  # an empty cell, filled by the region
-                self.places.append((cell, _CELL, _EMPTY, label))
+            value = cell_value(cell, _EMPTY)  # (an empty cell may be filled by the region)
+            self.places.append((cell, _CELL, value, label))
+            if value is not _EMPTY:
+                self._containers(value, label, 2)
 
     def _hook(self, hook: Any, seen: set[int]) -> None:
         """What a module hook can store into: its closure, its globals, the object of a
@@ -102,10 +106,7 @@ class Sinks:
             self._seen.add(id(owner.__dict__))
             self._watch(owner.__dict__, f"{type(owner).__name__}.")
         self._closure(hook, "a hook's closure variable")
-        g = getattr(getattr(hook, "__func__", hook), "__globals__", None)
-        if isinstance(g, dict) and id(g) not in seen:
-            seen.add(id(g))
-            self._watch(g, "global ")
+        self._globals(hook, seen)
 
     def _watch(self, d: dict, label: str) -> None:
         self.dicts.append((d, dict(d), label))
@@ -136,9 +137,10 @@ class Sinks:
         Python value stored (``global step; step += 1``, ``self.calls += 1``) has no
         tensor to output: a compiled call would not store it again, so the region cannot
         be traced."""
-        for label in self._plain_stores():
-            raise SideEffect(f"the region stores a Python value in {label}, which a compiled "
-                         f"call would not repeat")
+        stores = self._plain_stores()
+        if stores:
+            raise SideEffect(f"the region stores a Python value in {stores[0]}, which a "
+                             f"compiled call would not repeat")
         found = []
         for d, before, label in self.dicts:
             for k, v in list(d.items()):
@@ -167,12 +169,15 @@ class Sinks:
         return found
 
     def _plain_stores(self) -> list[str]:
-        out = [f"{label}{k}" for d, before, label in self.dicts for k in _plain_changed(d, before)]
-        for cell, _, old, label in self.places:
-            v = cell.cell_contents if _filled(cell) else _EMPTY
-            if _plain_store(old, v):
-                out.append(label)
-        return out
+        """Where the trace stored a Python value: a dict's key, a closure cell."""
+        return [f"{label}{k}" for d, before, label in self.dicts
+                for k in _plain_changed(d, before)] + \
+            [label for _, _, label in self._plain_cells()]
+
+    def _plain_cells(self) -> list[tuple[Any, Any, str]]:
+        """(cell, its value before the trace, label) of each cell given a Python value."""
+        return [(cell, old, label) for cell, _, old, label in self.places
+                if _plain_store(old, cell_value(cell, _EMPTY))]
 
     def restore(self) -> None:
         """Put back every value that now holds a fake (the program writes the real ones),
@@ -183,13 +188,11 @@ class Sinks:
                     d[k] = before[k]
                 else:
                     del d[k]
-        for cell, _, old, _ in self.places:
-            v = cell.cell_contents if _filled(cell) else _EMPTY
-            if _plain_store(old, v):
-                if old is _EMPTY:
-                    del cell.cell_contents
-                else:
-                    cell.cell_contents = old
+        for cell, old, _ in self._plain_cells():
+            if old is _EMPTY:
+                del cell.cell_contents
+            else:
+                cell.cell_contents = old
         for d, before, _ in self.dicts:
             for k, v in list(d.items()):
                 if k not in _REGISTRIES and not (k in before and before[k] is v) and \
@@ -231,19 +234,7 @@ def _plain_store(old: Any, new: Any) -> bool:
     """A Python value stored over another value. Storing None (``self.cache = None``)
     is the same at every call, so a trace may leave it done once; a tensor's store is a
     sink (the program outputs it)."""
-    return new is not old and new is not None and plain(new) and not _same_value(old, new)
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and (a == b or a != a and b != b)  # NaN stays NaN
-
-
-def _filled(cell: Any) -> bool:
-    try:
-        cell.cell_contents
-        return True
-    except ValueError:
-        return False
+    return new is not old and new is not None and plain(new) and not same_value(old, new)
 
 
 class SideEffect(Exception):

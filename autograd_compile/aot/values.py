@@ -13,9 +13,8 @@ The walk over-approximates (an attribute name that is also a global's name is re
 a change there retraces needlessly, never wrongly. Modules' own plain attributes have
 their token (``nn.module.plain_token``); tensors reached are handled by the signature.
 
-The same reads, taken before and after a trace, show a region that *stores* a Python
-value (``global step; step += 1``, ``self.calls += 1``): a compiled call would not repeat
-that, so such a region runs eagerly.
+A region that *stores* a Python value (``global step; step += 1``) is found by the
+trace's snapshot of what it can reach (``aot/escape.py``), not here.
 
 >>> import autograd_compile as acg
 >>> SCALE = 2.0
@@ -39,10 +38,18 @@ _MAX_FUNCTIONS = 64  # a region calling more of the user's functions is walked t
 _LIBRARIES = ("autograd_compile", "jax", "numpy", "torch", "builtins")
 
 
-def user_code(fn: types.FunctionType) -> bool:
-    """Not ours nor a library's: only the user's own helpers are looked into."""
-    module = getattr(fn, "__module__", "") or ""
+def user_code(obj: Any) -> bool:
+    """Not ours nor a library's (a function or class): only the user's own are looked into."""
+    module = getattr(obj, "__module__", "") or ""
     return not module.startswith(_LIBRARIES)
+
+
+def cell_value(cell: Any, missing: Any = None) -> Any:
+    """A closure cell's value, ``missing`` for an empty cell."""
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return missing
 
 
 def code_names(code: Any) -> set[str]:
@@ -69,19 +76,8 @@ class ValuePlaces:
         if not self.labels:
             return ()
         vals = [d.get(k, _MISSING) for d, k in self.dicts]
-        for c in self.cells:
-            try:
-                vals.append(c.cell_contents)
-            except ValueError:  # emptied
-                vals.append(_MISSING)
+        vals += [cell_value(c, _MISSING) for c in self.cells]
         return tuple([(type(v), v) for v in vals])
-
-    def changed(self, before: tuple) -> str | None:
-        """The label of the first place whose value differs from ``before``'s."""
-        for label, a, b in zip(self.labels, before, self.read()):
-            if a != b:
-                return label
-        return None
 
     def add_key(self, d: Any, key: str, label: str) -> None:
         if (id(d), key) not in self._seen:
@@ -103,12 +99,10 @@ def value_places(fn: Callable | None, modules: list[Any]) -> ValuePlaces:
 
     def attrs(obj: Any, names: set[str], label: str) -> None:
         """``obj.name`` for the names the code uses: a config object's or class's fields."""
-        if isinstance(obj, (Module, Tensor, types.ModuleType, types.FunctionType)) or \
-                callable(obj) and not isinstance(obj, type):
+        if isinstance(obj, (Module, Tensor, types.ModuleType)) or \
+                (not user_code(obj) if isinstance(obj, type) else callable(obj)):
             return
         d = getattr(obj, "__dict__", None)
-        if isinstance(obj, type) and (not user_code_type(obj) or d is None):
-            return
         if d is None:
             return
         for n in names:
@@ -129,9 +123,8 @@ def value_places(fn: Callable | None, modules: list[Any]) -> ValuePlaces:
                 continue
             see(v, names, depth, lambda: places.add_key(glb, n, f"global {n}"), f"global {n}")
         for n, cell in zip(code.co_freevars, getattr(f, "__closure__", None) or ()):
-            try:
-                v = cell.cell_contents
-            except ValueError:
+            v = cell_value(cell, _MISSING)
+            if v is _MISSING:
                 continue
             see(v, names, depth, lambda: places.add_cell(cell, f"closure variable {n}"),
                 f"closure variable {n}")
@@ -160,8 +153,3 @@ def value_places(fn: Callable | None, modules: list[Any]) -> ValuePlaces:
                 if v is not _MISSING and not plain(v):
                     attrs(v, names, f"{type(m).__name__}.{n}")
     return places
-
-
-def user_code_type(cls: type) -> bool:
-    module = getattr(cls, "__module__", "") or ""
-    return not module.startswith(_LIBRARIES)

@@ -154,8 +154,6 @@ def reached_again(walked: list[tuple[Callable, list[Any]]],
     return all(_same(_reads(f, referenced), was) for f, was in walked)
 
 
-
-
 class _Entry:
     """One trace of the step: its guards, its program and how to write results back."""
 

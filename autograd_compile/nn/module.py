@@ -45,6 +45,12 @@ def plain_value(v: Any) -> bool:
                                                                        for x in v))
 
 
+def same_value(a: Any, b: Any) -> bool:
+    """Equal values of one type (``1``, ``1.0`` and ``True`` are three constants); NaN
+    equals NaN."""
+    return type(a) is type(b) and (a == b or a != a and b != b)
+
+
 def plain_token(d: dict) -> int:
     """A small int naming the plain-valued attributes of a module's ``__dict__`` (their
     names, types and values): ``acg.compile`` keeps it in its signature, so changing
@@ -201,7 +207,7 @@ class Module:
             old = d.get(name, _ABSENT)
             object.__setattr__(self, name, value)
             if name != "training" and (plain_value(value) or plain_value(old)) and \
-                    (type(old) is not type(value) or old != value):
+                    not same_value(old, value):
                 d["_acg_plain"] = plain_token(d)
 
     def _forget(self, name: str, keep: str) -> None:
